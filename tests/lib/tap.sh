@@ -1,0 +1,30 @@
+# TAP helpers for shell tests; source this file. Every check prints one "ok"/"not ok" line.
+#   check "what is being shown" command args...   passes when the command exits 0
+#   check_eq "name" "$actual" "$expected"
+#   skip "name" "why it cannot run here"
+#   done_testing                                  prints the plan; exits non-zero on failure
+# Paths: $TM_ROOT (repository), $O (build dir, relative to TM_ROOT), $TM_SHARED (../shared).
+set -u
+TM_ROOT=${TM_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+TM_SHARED=${TM_SHARED:-$TM_ROOT/../shared}
+O=${O:-build}
+case $O in /*) B=$O ;; *) B=$TM_ROOT/$O ;; esac
+_tap_n=0 _tap_failed=0
+
+check() {
+  local name=$1; shift
+  _tap_n=$((_tap_n + 1))
+  if "$@"; then echo "ok $_tap_n - $name"
+  else echo "not ok $_tap_n - $name"; _tap_failed=$((_tap_failed + 1)); fi
+}
+check_eq() {
+  _tap_n=$((_tap_n + 1))
+  if [ "$2" == "$3" ]; then echo "ok $_tap_n - $1"
+  else echo "not ok $_tap_n - $1"; echo "#   got:      $2"; echo "#   expected: $3"
+       _tap_failed=$((_tap_failed + 1)); fi
+}
+skip() { _tap_n=$((_tap_n + 1)); echo "ok $_tap_n - $1 # SKIP $2"; }
+done_testing() { echo "1..$_tap_n"; [ "$_tap_failed" -eq 0 ]; }
+
+# LD_PRELOAD value for an instrumented library: under SAN=1 the ASan runtime must come first.
+preload_value() { echo "${TM_SAN_PRELOAD:+$TM_SAN_PRELOAD:}$1"; }
