@@ -1,0 +1,387 @@
+/* tiermem-mkmodel — writes a llama-architecture GGUF with random weights.
+ *
+ * For tests and benchmarks at sizes no real test model has. Weights are seeded and
+ * deterministic (one stream per tensor, from --seed and the tensor name), uniform with
+ * variance 1/fan_in so activations stay sane through the layers; norms are 1. The file
+ * carries a working tokenizer (synthetic SentencePiece or byte-level BPE vocabulary).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tools/mkmodel/gguf_writer.h"
+#include "tools/mkmodel/vocab.h"
+
+enum { T_F32 = 0, T_F16 = 1, T_Q8_0 = 8, T_BF16 = 30 };
+
+typedef struct shape {
+    int64_t layers, dim, heads, kv_heads, ffn, vocab, ctx;
+    float rope_base;
+    int wtype;
+    vocab_kind vocab_kind;
+    bool tied;              /* no output.weight: the engine falls back to token_embd */
+} shape;
+
+/* ----------------------------------------------------------------------------
+ * Random numbers: splitmix64, one stream per tensor */
+
+static uint64_t splitmix64(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static uint64_t name_seed(uint64_t seed, const char *name)
+{
+    uint64_t h = 1469598103934665603ull ^ seed; /* FNV-1a over the name */
+    for (const char *p = name; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ull;
+    return h;
+}
+
+/* ----------------------------------------------------------------------------
+ * Number formats */
+
+static uint16_t f32_to_f16(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    uint32_t sign = (x >> 16) & 0x8000, exp = (x >> 23) & 0xFF, man = x & 0x7FFFFF;
+    if (exp == 0xFF) return (uint16_t)(sign | 0x7C00 | (man ? 0x200 : 0));
+    int32_t e = (int32_t)exp - 127 + 15;
+    if (e >= 31) return (uint16_t)(sign | 0x7C00);
+    if (e <= 0) { /* subnormal or zero */
+        if (e < -10) return (uint16_t)sign;
+        man |= 0x800000;
+        uint32_t shift = (uint32_t)(14 - e);
+        uint32_t half = man >> shift, rem = man & ((1u << shift) - 1), mid = 1u << (shift - 1);
+        if (rem > mid || (rem == mid && (half & 1))) half++;
+        return (uint16_t)(sign | half);
+    }
+    uint32_t half = sign | (uint32_t)e << 10 | man >> 13, rem = man & 0x1FFF;
+    if (rem > 0x1000 || (rem == 0x1000 && (half & 1))) half++; /* may carry into exp: correct */
+    return (uint16_t)half;
+}
+
+static uint16_t f32_to_bf16(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    x += 0x7FFF + ((x >> 16) & 1); /* round to nearest even (finite inputs) */
+    return (uint16_t)(x >> 16);
+}
+
+static int64_t row_bytes(int wtype, int64_t n)
+{
+    switch (wtype) {
+    case T_F32: return 4 * n;
+    case T_F16: case T_BF16: return 2 * n;
+    default: return n / 32 * 34;
+    }
+}
+
+/* ----------------------------------------------------------------------------
+ * Writing one tensor: uniform in [-amp, amp], in chunks */
+
+#define CHUNK_VALUES (1 << 20)
+
+static int write_random(gguf_writer *w, const char *name, int wtype, int64_t n, float amp,
+                        uint64_t seed)
+{
+    static float vals[CHUNK_VALUES];
+    static uint8_t bytes[CHUNK_VALUES * 4];
+    uint64_t s = name_seed(seed, name);
+    float unit = amp / 2147483648.0f;
+    for (int64_t done = 0; done < n;) {
+        int64_t k = n - done < CHUNK_VALUES ? n - done : CHUNK_VALUES;
+        for (int64_t i = 0; i < k; i += 2) {
+            uint64_t r = splitmix64(&s);
+            vals[i] = (float)(int32_t)(uint32_t)r * unit;
+            if (i + 1 < k) vals[i + 1] = (float)(int32_t)(uint32_t)(r >> 32) * unit;
+        }
+        size_t nb = 0;
+        if (wtype == T_F32) {
+            memcpy(bytes, vals, (size_t)k * 4);
+            nb = (size_t)k * 4;
+        } else if (wtype == T_F16 || wtype == T_BF16) {
+            for (int64_t i = 0; i < k; i++) {
+                uint16_t h = wtype == T_F16 ? f32_to_f16(vals[i]) : f32_to_bf16(vals[i]);
+                memcpy(bytes + 2 * i, &h, 2);
+            }
+            nb = (size_t)k * 2;
+        } else { /* Q8_0: per block of 32, d = absmax / 127, q = round(x / d) */
+            for (int64_t b = 0; b < k; b += 32) {
+                float amax = 0;
+                for (int i = 0; i < 32; i++) amax = fmaxf(amax, fabsf(vals[b + i]));
+                float d = amax / 127.0f, inv = d > 0 ? 1.0f / d : 0.0f;
+                uint16_t dh = f32_to_f16(d);
+                memcpy(bytes + nb, &dh, 2);
+                for (int i = 0; i < 32; i++) bytes[nb + 2 + i] = (uint8_t)(int8_t)lrintf(vals[b + i] * inv);
+                nb += 34;
+            }
+        }
+        if (gw_write_data(w, bytes, nb)) return -1;
+        done += k;
+    }
+    return gw_end_tensor(w);
+}
+
+static int write_ones(gguf_writer *w, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) {
+        float one = 1.0f;
+        if (gw_write_data(w, &one, 4)) return -1;
+    }
+    return gw_end_tensor(w);
+}
+
+/* ----------------------------------------------------------------------------
+ * Shape */
+
+typedef struct tensor_plan {
+    char name[64];
+    int64_t n_in, n_out;    /* a vector when n_out == 0 */
+    int wtype;
+    float amp;
+} tensor_plan;
+
+static int64_t plan_tensors(const shape *sh, tensor_plan *plan)
+{
+    int64_t head_dim = sh->dim / sh->heads, kv_dim = head_dim * sh->kv_heads, n = 0;
+    float sqrt3 = sqrtf(3.0f); /* uniform [-a, a] has variance a^2 / 3 */
+#define ADD(nm, in, out, wt, amp_) do { \
+        snprintf(plan[n].name, sizeof plan[n].name, "%s", nm); \
+        plan[n].n_in = in; plan[n].n_out = out; plan[n].wtype = wt; plan[n].amp = amp_; n++; } while (0)
+    ADD("token_embd.weight", sh->dim, sh->vocab, sh->wtype, sqrt3);
+    ADD("output_norm.weight", sh->dim, 0, T_F32, 1);
+    if (!sh->tied) ADD("output.weight", sh->dim, sh->vocab, sh->wtype, 4 * sqrt3 / sqrtf((float)sh->dim));
+    for (int64_t l = 0; l < sh->layers; l++) {
+        char nm[64];
+        float a_dim = sqrt3 / sqrtf((float)sh->dim), a_ffn = sqrt3 / sqrtf((float)sh->ffn);
+#define BLK(suffix, in, out, amp_) do { snprintf(nm, sizeof nm, "blk.%" PRId64 ".%s", l, suffix); \
+        ADD(nm, in, out, (out) ? sh->wtype : T_F32, amp_); } while (0)
+        BLK("attn_norm.weight", sh->dim, 0, 1);
+        BLK("attn_q.weight", sh->dim, sh->dim, a_dim);
+        BLK("attn_k.weight", sh->dim, kv_dim, a_dim);
+        BLK("attn_v.weight", sh->dim, kv_dim, a_dim);
+        BLK("attn_output.weight", sh->dim, sh->dim, a_dim);
+        BLK("ffn_norm.weight", sh->dim, 0, 1);
+        BLK("ffn_gate.weight", sh->dim, sh->ffn, a_dim);
+        BLK("ffn_up.weight", sh->dim, sh->ffn, a_dim);
+        BLK("ffn_down.weight", sh->ffn, sh->dim, a_ffn);
+#undef BLK
+    }
+#undef ADD
+    return n;
+}
+
+static int64_t tensor_bytes(const tensor_plan *t)
+{
+    return t->n_out ? row_bytes(t->wtype, t->n_in) * t->n_out : 4 * t->n_in;
+}
+
+static int64_t model_bytes(const shape *sh)
+{
+    tensor_plan *plan = calloc((size_t)(3 + 9 * sh->layers), sizeof *plan);
+    int64_t n = plan_tensors(sh, plan), total = 0;
+    for (int64_t i = 0; i < n; i++) total += (tensor_bytes(&plan[i]) + 31) / 32 * 32;
+    free(plan);
+    return total;
+}
+
+/* Fills dim, heads, kv_heads, ffn and layers for a total near `target` bytes: the
+ * smallest width (head size 64, 4 query heads per KV head) that needs at most 32
+ * layers. */
+static void pick_shape(shape *sh, int64_t target)
+{
+    static const int64_t dims[] = {256, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192};
+    for (size_t i = 0; i < sizeof dims / sizeof *dims; i++) {
+        sh->dim = dims[i];
+        sh->heads = sh->dim / 64;
+        sh->kv_heads = sh->heads >= 4 ? sh->heads / 4 : 1;
+        sh->ffn = (sh->dim * 8 / 3 + 31) / 32 * 32;
+        sh->layers = 1;
+        int64_t one = model_bytes(sh);
+        sh->layers = 2;
+        int64_t per_layer = model_bytes(sh) - one, base = one - per_layer;
+        int64_t layers = (target - base + per_layer / 2) / per_layer;
+        sh->layers = layers < 1 ? 1 : layers;
+        if (sh->layers <= 32) return;
+    }
+}
+
+/* ----------------------------------------------------------------------------
+ * Command line */
+
+static int64_t parse_size(const char *s)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || v < 0) return -1;
+    switch (*end) {
+    case 'k': case 'K': v *= 1024; end++; break;
+    case 'm': case 'M': v *= 1024 * 1024; end++; break;
+    case 'g': case 'G': v *= 1024.0 * 1024 * 1024; end++; break;
+    }
+    if (*end == 'i' || *end == 'B') end++;
+    if (*end == 'B') end++;
+    return *end ? -1 : (int64_t)v;
+}
+
+static int64_t parse_int(const char *opt, const char *s, int64_t lo, int64_t hi)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || *end || end == s || v < lo || v > hi) {
+        fprintf(stderr, "tiermem-mkmodel: %s expects an integer from %lld to %lld, got '%s'\n", opt,
+                (long long)lo, (long long)hi, s);
+        exit(2);
+    }
+    return v;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+        "usage: tiermem-mkmodel -o OUT.gguf [options]\n"
+        "  --target-size SIZE  pick a shape whose weights total about SIZE (e.g. 500M, 1.5G)\n"
+        "  --layers N --dim N --heads N --kv-heads N --ffn N   explicit shape\n"
+        "  --vocab N           vocabulary size (default 1024)\n"
+        "  --vocab-type T      spm (SentencePiece, default) or gpt2 (byte-level BPE)\n"
+        "  --type T            weight type: f32 (default), f16, bf16, q8_0\n"
+        "  --ctx N             context length (default 2048)\n"
+        "  --rope-base F       RoPE base (default 10000)\n"
+        "  --tied              omit output.weight (the embedding is reused)\n"
+        "  --seed N            random seed (default 1)\n");
+}
+
+int main(int argc, char **argv)
+{
+    shape sh = {.layers = 4, .dim = 256, .heads = 4, .kv_heads = 2, .ffn = 0, .vocab = 1024,
+                .ctx = 2048, .rope_base = 10000.0f, .wtype = T_F32, .vocab_kind = VOCAB_SPM};
+    const char *out_path = NULL;
+    int64_t target = 0;
+    uint64_t seed = 1;
+    bool explicit_shape = false;
+    enum { O_LAYERS = 256, O_DIM, O_HEADS, O_KV_HEADS, O_FFN, O_VOCAB, O_TYPE, O_SEED, O_TARGET,
+           O_CTX, O_ROPE, O_VOCAB_TYPE, O_TIED };
+    static const struct option opts[] = {
+        {"layers", 1, 0, O_LAYERS}, {"dim", 1, 0, O_DIM}, {"heads", 1, 0, O_HEADS},
+        {"kv-heads", 1, 0, O_KV_HEADS}, {"ffn", 1, 0, O_FFN}, {"vocab", 1, 0, O_VOCAB},
+        {"type", 1, 0, O_TYPE}, {"seed", 1, 0, O_SEED}, {"target-size", 1, 0, O_TARGET},
+        {"ctx", 1, 0, O_CTX}, {"rope-base", 1, 0, O_ROPE}, {"vocab-type", 1, 0, O_VOCAB_TYPE},
+        {"tied", 0, 0, O_TIED}, {"output", 1, 0, 'o'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+    int c;
+    while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'o': out_path = optarg; break;
+        case O_LAYERS: sh.layers = parse_int("--layers", optarg, 1, 1024); explicit_shape = true; break;
+        case O_DIM: sh.dim = parse_int("--dim", optarg, 32, 65536); explicit_shape = true; break;
+        case O_HEADS: sh.heads = parse_int("--heads", optarg, 1, 1024); explicit_shape = true; break;
+        case O_KV_HEADS: sh.kv_heads = parse_int("--kv-heads", optarg, 1, 1024); explicit_shape = true; break;
+        case O_FFN: sh.ffn = parse_int("--ffn", optarg, 32, 1 << 20); explicit_shape = true; break;
+        case O_VOCAB: sh.vocab = parse_int("--vocab", optarg, 257, 1 << 20); break;
+        case O_CTX: sh.ctx = parse_int("--ctx", optarg, 1, 1 << 24); break;
+        case O_SEED: seed = (uint64_t)parse_int("--seed", optarg, 0, INT64_MAX); break;
+        case O_ROPE: sh.rope_base = strtof(optarg, NULL); break;
+        case O_TIED: sh.tied = true; break;
+        case O_TARGET:
+            target = parse_size(optarg);
+            if (target <= 0) { fprintf(stderr, "tiermem-mkmodel: --target-size: bad size '%s'\n", optarg); return 2; }
+            break;
+        case O_TYPE:
+            if (!strcasecmp(optarg, "f32")) sh.wtype = T_F32;
+            else if (!strcasecmp(optarg, "f16")) sh.wtype = T_F16;
+            else if (!strcasecmp(optarg, "bf16")) sh.wtype = T_BF16;
+            else if (!strcasecmp(optarg, "q8_0")) sh.wtype = T_Q8_0;
+            else { fprintf(stderr, "tiermem-mkmodel: --type must be f32, f16, bf16 or q8_0, got '%s'\n", optarg); return 2; }
+            break;
+        case O_VOCAB_TYPE:
+            if (!strcmp(optarg, "spm")) sh.vocab_kind = VOCAB_SPM;
+            else if (!strcmp(optarg, "gpt2")) sh.vocab_kind = VOCAB_GPT2;
+            else { fprintf(stderr, "tiermem-mkmodel: --vocab-type must be spm or gpt2, got '%s'\n", optarg); return 2; }
+            break;
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return 2;
+        }
+    }
+    if (!out_path || optind != argc) { usage(stderr); return 2; }
+    if (target && explicit_shape) {
+        fprintf(stderr, "tiermem-mkmodel: --target-size picks the shape; do not combine it with --layers/--dim/--heads/--kv-heads/--ffn\n");
+        return 2;
+    }
+    if (target) pick_shape(&sh, target);
+    if (!sh.ffn) sh.ffn = (sh.dim * 8 / 3 + 31) / 32 * 32;
+    if (sh.dim % sh.heads || sh.heads % sh.kv_heads || (sh.dim / sh.heads) % 2) {
+        fprintf(stderr, "tiermem-mkmodel: --dim (%" PRId64 ") must be a multiple of --heads (%" PRId64
+                ") with an even head size, and --heads a multiple of --kv-heads (%" PRId64 ")\n",
+                sh.dim, sh.heads, sh.kv_heads);
+        return 2;
+    }
+    if (sh.wtype == T_Q8_0 && (sh.dim % 32 || sh.ffn % 32)) {
+        fprintf(stderr, "tiermem-mkmodel: q8_0 needs --dim and --ffn multiples of 32\n");
+        return 2;
+    }
+    if (sh.vocab < vocab_min_size(sh.vocab_kind)) {
+        fprintf(stderr, "tiermem-mkmodel: --vocab must be at least %d for --vocab-type %s\n",
+                vocab_min_size(sh.vocab_kind), sh.vocab_kind == VOCAB_SPM ? "spm" : "gpt2");
+        return 2;
+    }
+
+    gguf_writer w = {0};
+    gw_str(&w, "general.architecture", "llama");
+    gw_str(&w, "general.name", "tiermem-mkmodel random llama");
+    gw_u32(&w, "general.alignment", GW_ALIGNMENT);
+    gw_u32(&w, "llama.context_length", (uint32_t)sh.ctx);
+    gw_u32(&w, "llama.embedding_length", (uint32_t)sh.dim);
+    gw_u32(&w, "llama.feed_forward_length", (uint32_t)sh.ffn);
+    gw_u32(&w, "llama.block_count", (uint32_t)sh.layers);
+    gw_u32(&w, "llama.attention.head_count", (uint32_t)sh.heads);
+    gw_u32(&w, "llama.attention.head_count_kv", (uint32_t)sh.kv_heads);
+    gw_u32(&w, "llama.rope.dimension_count", (uint32_t)(sh.dim / sh.heads));
+    gw_f32(&w, "llama.rope.freq_base", sh.rope_base);
+    gw_f32(&w, "llama.attention.layer_norm_rms_epsilon", 1e-5f);
+    gw_u32(&w, "llama.vocab_size", (uint32_t)sh.vocab);
+    vocab_write(&w, sh.vocab_kind, (int32_t)sh.vocab);
+
+    tensor_plan *plan = calloc((size_t)(3 + 9 * sh.layers), sizeof *plan);
+    int64_t n = plan_tensors(&sh, plan), total = 0;
+    for (int64_t i = 0; i < n; i++) {
+        uint64_t dims[2] = {(uint64_t)plan[i].n_in, (uint64_t)plan[i].n_out};
+        gw_add_tensor(&w, plan[i].name, (uint32_t)plan[i].wtype, plan[i].n_out ? 2 : 1, dims,
+                      (uint64_t)tensor_bytes(&plan[i]));
+        total += tensor_bytes(&plan[i]);
+    }
+    FILE *out = fopen(out_path, "wb");
+    if (!out) { fprintf(stderr, "tiermem-mkmodel: cannot create '%s': %s\n", out_path, strerror(errno)); return 1; }
+    static char iobuf[1 << 22];
+    setvbuf(out, iobuf, _IOFBF, sizeof iobuf);
+    int rc = gw_begin(&w, out);
+    for (int64_t i = 0; i < n && rc == 0; i++) {
+        int64_t count = plan[i].n_out ? plan[i].n_in * plan[i].n_out : plan[i].n_in;
+        rc = plan[i].n_out ? write_random(&w, plan[i].name, plan[i].wtype, count, plan[i].amp, seed)
+                           : write_ones(&w, count);
+    }
+    if (fclose(out) != 0) rc = -1;
+    if (rc) {
+        fprintf(stderr, "tiermem-mkmodel: writing '%s' failed: %s\n", out_path, strerror(errno));
+        remove(out_path);
+        return 1;
+    }
+    static const char *const type_names[] = {[T_F32] = "f32", [T_F16] = "f16", [T_Q8_0] = "q8_0", [T_BF16] = "bf16"};
+    printf("wrote %s: %.1f MiB of %s weights, %" PRId64 " layers, dim %" PRId64 ", %" PRId64 " heads (%" PRId64
+           " kv), ffn %" PRId64 ", vocab %" PRId64 " (%s)\n",
+           out_path, total / 1048576.0, type_names[sh.wtype], sh.layers, sh.dim, sh.heads, sh.kv_heads, sh.ffn,
+           sh.vocab, sh.vocab_kind == VOCAB_SPM ? "spm" : "gpt2");
+    free(plan);
+    gw_free(&w);
+    return 0;
+}
