@@ -1,0 +1,239 @@
+/* config.c — TIERMEM_* environment parsing (see config.h).
+ *
+ * One table lists every variable with its parser and the words that say what it accepts;
+ * tm_config_load walks it. */
+#include "policy/config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "policy/units.h"
+
+extern char **environ;
+
+/* ---------------------------------------------------------------- value parsers */
+
+static bool parse_opt_size(const char *value, tm_opt_size *out)
+{
+    if (!tm_parse_size(value, &out->bytes))
+        return false;
+    out->set = true;
+    return true;
+}
+
+static bool parse_node(const char *value, int *node)
+{
+    uint64_t v;
+    if (!tm_parse_uint(value, 1023, &v))
+        return false;
+    *node = (int)v;
+    return true;
+}
+
+static bool parse_path(const char *value, char *out)
+{
+    size_t len = strlen(value);
+    if (len >= TM_CONFIG_PATH_MAX)
+        return false;
+    memcpy(out, value, len + 1);
+    return true;
+}
+
+static bool parse_hbm_limit(const char *v, tm_config *c) { return parse_opt_size(v, &c->hbm_limit); }
+static bool parse_cxl_limit(const char *v, tm_config *c) { return parse_opt_size(v, &c->cxl_limit); }
+static bool parse_ddr_limit(const char *v, tm_config *c) { return parse_opt_size(v, &c->ddr_limit); }
+static bool parse_hbm_reserve(const char *v, tm_config *c) { return parse_opt_size(v, &c->hbm_reserve); }
+static bool parse_cxl_node(const char *v, tm_config *c) { return parse_node(v, &c->cxl_node); }
+static bool parse_ddr_node(const char *v, tm_config *c) { return parse_node(v, &c->ddr_node); }
+static bool parse_order(const char *v, tm_config *c) { return tm_tier_order_parse(v, &c->order); }
+static bool parse_rules(const char *v, tm_config *c) { return tm_rules_parse(v, &c->rules); }
+static bool parse_log_file(const char *v, tm_config *c) { return parse_path(v, c->log_file); }
+static bool parse_driver(const char *v, tm_config *c) { return parse_path(v, c->driver); }
+
+static bool parse_min_tiered(const char *value, tm_config *config)
+{
+    uint64_t bytes;
+    if (!tm_parse_size(value, &bytes) || bytes == 0)
+        return false;
+    config->min_tiered = bytes;
+    return true;
+}
+
+static bool parse_policy(const char *value, tm_config *config)
+{
+    if (strcasecmp(value, "size") != 0)
+        return false;
+    config->policy = TM_POLICY_SIZE;
+    return true;
+}
+
+static bool parse_meminfo(const char *value, tm_config *config)
+{
+    if (strcasecmp(value, "physical") == 0)
+        config->meminfo = TM_MEMINFO_PHYSICAL;
+    else if (strcasecmp(value, "virtual") == 0)
+        config->meminfo = TM_MEMINFO_VIRTUAL;
+    else
+        return false;
+    return true;
+}
+
+static bool parse_disable(const char *value, tm_config *config)
+{
+    if (strcmp(value, "0") != 0 && strcmp(value, "1") != 0)
+        return false;
+    if (value[0] == '1')
+        config->disabled = true;
+    return true;
+}
+
+static const char *const log_level_names[] = { "error", "warn", "info", "debug" };
+
+static bool parse_log(const char *value, tm_config *config)
+{
+    for (int level = TM_LOG_ERROR; level <= TM_LOG_DEBUG; level++) {
+        if (strcasecmp(value, log_level_names[level]) == 0) {
+            config->log_level = (tm_log_level)level;
+            return true;
+        }
+    }
+    return false;
+}
+
+static bool parse_stats(const char *value, tm_config *config)
+{
+    if (strcasecmp(value, "off") == 0) {
+        config->stats_off = true;
+        return true;
+    }
+    config->stats_off = false;
+    return parse_path(value, config->stats_path);
+}
+
+/* ---------------------------------------------------------------- the variables */
+
+#define SIZE_WORDS "a size in bytes with an optional K, M, G or T suffix (e.g. 24G)"
+
+typedef struct variable {
+    const char *name;
+    bool (*parse)(const char *value, tm_config *config);
+    const char *accepts;
+} variable;
+
+static const variable variables[] = {
+    { "TIERMEM_DISABLE", parse_disable, "0 or 1" },
+    { "TIERMEM_DRIVER", parse_driver, "a library file name or path for dlopen" },
+    { "TIERMEM_HBM_LIMIT", parse_hbm_limit, SIZE_WORDS },
+    { "TIERMEM_CXL_LIMIT", parse_cxl_limit, SIZE_WORDS },
+    { "TIERMEM_DDR_LIMIT", parse_ddr_limit, SIZE_WORDS },
+    { "TIERMEM_HBM_RESERVE", parse_hbm_reserve, SIZE_WORDS },
+    { "TIERMEM_CXL_NODE", parse_cxl_node, "a NUMA node id from 0 to 1023" },
+    { "TIERMEM_DDR_NODE", parse_ddr_node, "a NUMA node id from 0 to 1023" },
+    { "TIERMEM_MIN_TIERED", parse_min_tiered,
+      "a size of at least 1 byte with an optional K, M, G or T suffix (e.g. 2M)" },
+    { "TIERMEM_TIER_ORDER", parse_order,
+      "comma-separated tiers from hbm, cxl and ddr, each at most once (e.g. hbm,cxl,ddr)" },
+    { "TIERMEM_POLICY", parse_policy, "size" },
+    { "TIERMEM_RULES", parse_rules,
+      "comma-separated MATCH=TIER rules, MATCH being size>=N or size<N with N a size, TIER one "
+      "of hbm, cxl, ddr (e.g. size>=1G=cxl,size<4M=hbm)" },
+    { "TIERMEM_MEMINFO", parse_meminfo, "physical or virtual" },
+    { "TIERMEM_LOG", parse_log, "error, warn, info or debug" },
+    { "TIERMEM_LOG_FILE", parse_log_file, "a file path" },
+    { "TIERMEM_STATS", parse_stats, "off or a file path" },
+};
+
+#define VARIABLE_COUNT (sizeof variables / sizeof variables[0])
+
+/* ---------------------------------------------------------------- loading */
+
+void tm_config_defaults(tm_config *config)
+{
+    memset(config, 0, sizeof *config);
+    config->cxl_node = -1;
+    config->ddr_node = -1;
+    config->min_tiered = TM_DEFAULT_MIN_TIERED;
+    config->order = tm_default_tier_order;
+    config->policy = TM_POLICY_SIZE;
+    config->meminfo = TM_MEMINFO_PHYSICAL;
+    config->log_level = TM_LOG_WARN;
+    strcpy(config->driver, TM_DEFAULT_DRIVER);
+}
+
+/* The value as it may appear inside one line: control characters become '?', and a long
+ * value is cut short. */
+static void printable(const char *value, char *out, size_t len)
+{
+    size_t i = 0;
+    for (; value[i] && i + 4 < len; i++)
+        out[i] = (value[i] >= 0x20 && value[i] != 0x7f) ? value[i] : '?';
+    if (value[i]) {
+        memcpy(out + i, "...", 3);
+        i += 3;
+    }
+    out[i] = '\0';
+}
+
+static void report_invalid(int fd, const variable *var, const char *value)
+{
+    char shown[96];
+    printable(value, shown, sizeof shown);
+    dprintf(fd, "tiermem: %s='%s' is not valid: expected %s; tiering is disabled, every call "
+                "passes through to the driver\n", var->name, shown, var->accepts);
+}
+
+static bool known_variable(const char *name, size_t len)
+{
+    for (size_t i = 0; i < VARIABLE_COUNT; i++)
+        if (strlen(variables[i].name) == len && strncmp(variables[i].name, name, len) == 0)
+            return true;
+    return false;
+}
+
+/* A misspelt name would otherwise be silently ignored. */
+static void warn_unknown_names(int fd)
+{
+    for (char **entry = environ; entry && *entry; entry++) {
+        if (strncmp(*entry, "TIERMEM_", 8) != 0)
+            continue;
+        const char *eq = strchr(*entry, '=');
+        size_t len = eq ? (size_t)(eq - *entry) : strlen(*entry);
+        if (!known_variable(*entry, len))
+            dprintf(fd, "tiermem: warning: %.*s is not a tiermem variable (ignored)\n", (int)len, *entry);
+    }
+}
+
+int tm_config_load(tm_config *config, int error_fd)
+{
+    tm_config_defaults(config);
+    for (size_t i = 0; i < VARIABLE_COUNT; i++) {
+        const char *value = secure_getenv(variables[i].name);
+        if (!value || !*value) /* an empty value means "not set" */
+            continue;
+        if (!variables[i].parse(value, config)) {
+            report_invalid(error_fd, &variables[i], value);
+            config->invalid_count++;
+        }
+    }
+    warn_unknown_names(error_fd);
+    if (config->invalid_count)
+        config->disabled = true;
+    return config->invalid_count;
+}
+
+const char *tm_log_level_name(tm_log_level level)
+{
+    return (unsigned)level <= TM_LOG_DEBUG ? log_level_names[level] : "?";
+}
+
+const char *tm_meminfo_view_name(tm_meminfo_view view)
+{
+    return view == TM_MEMINFO_VIRTUAL ? "virtual" : "physical";
+}
+
+const char *tm_policy_name(tm_policy_kind policy)
+{
+    return policy == TM_POLICY_SIZE ? "size" : "?";
+}

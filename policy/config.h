@@ -1,0 +1,67 @@
+/* config.h — the interposer's configuration: every TIERMEM_* variable, parsed in one place.
+ *
+ * This module is the only code in the libraries that reads the environment. A value that
+ * does not parse is reported on one line (the variable, the value, what it accepts) and
+ * turns tiering off: the process goes on with every call passed through to the driver. */
+#ifndef TM_POLICY_CONFIG_H
+#define TM_POLICY_CONFIG_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "policy/place.h"
+#include "policy/tier.h"
+
+typedef enum tm_log_level {
+    TM_LOG_ERROR = 0,
+    TM_LOG_WARN = 1,
+    TM_LOG_INFO = 2,
+    TM_LOG_DEBUG = 3,
+} tm_log_level;
+
+#define TM_DEFAULT_MIN_TIERED (2 * TM_MIB)
+#define TM_DEFAULT_DRIVER "libcuda.so.1"
+#define TM_CONFIG_PATH_MAX 1024
+
+/* A size that may be absent: `set` is false when the variable was not given. */
+typedef struct tm_opt_size {
+    bool set;
+    uint64_t bytes;
+} tm_opt_size;
+
+typedef struct tm_config {
+    bool disabled;               /* TIERMEM_DISABLE=1, or a value was invalid */
+    int invalid_count;           /* variables whose value did not parse */
+
+    tm_opt_size hbm_limit;       /* TIERMEM_HBM_LIMIT (default: the device's memory) */
+    tm_opt_size cxl_limit;       /* TIERMEM_CXL_LIMIT (default: half the node's free memory) */
+    tm_opt_size ddr_limit;       /* TIERMEM_DDR_LIMIT (default: half the node's free memory) */
+    tm_opt_size hbm_reserve;     /* TIERMEM_HBM_RESERVE (default: 1/64 of the HBM limit) */
+    int cxl_node;                /* TIERMEM_CXL_NODE, -1 when not given (discovered) */
+    int ddr_node;                /* TIERMEM_DDR_NODE, -1 when not given (discovered) */
+    uint64_t min_tiered;         /* TIERMEM_MIN_TIERED */
+    tm_tier_order order;         /* TIERMEM_TIER_ORDER */
+    tm_policy_kind policy;       /* TIERMEM_POLICY */
+    tm_rules rules;              /* TIERMEM_RULES */
+    tm_meminfo_view meminfo;     /* TIERMEM_MEMINFO */
+    tm_log_level log_level;      /* TIERMEM_LOG */
+    char log_file[TM_CONFIG_PATH_MAX];   /* TIERMEM_LOG_FILE; empty: standard error */
+    bool stats_off;                      /* TIERMEM_STATS=off */
+    char stats_path[TM_CONFIG_PATH_MAX]; /* TIERMEM_STATS=path; empty: /dev/shm/tiermem.<pid> */
+    char driver[TM_CONFIG_PATH_MAX];     /* TIERMEM_DRIVER */
+} tm_config;
+
+/* The defaults, as if no variable were set. */
+void tm_config_defaults(tm_config *config);
+
+/* Reads every TIERMEM_* variable of the environment into *config. Each invalid value
+ * writes one line to `error_fd`; unknown TIERMEM_* names are warned about on the same fd
+ * but change nothing. Returns the number of invalid values (config->disabled is then set). */
+int tm_config_load(tm_config *config, int error_fd);
+
+const char *tm_log_level_name(tm_log_level level);
+const char *tm_meminfo_view_name(tm_meminfo_view view);
+const char *tm_policy_name(tm_policy_kind policy);
+
+#endif /* TM_POLICY_CONFIG_H */

@@ -1,0 +1,122 @@
+/* place.c — the `size` placement policy (see place.h). */
+#include "policy/place.h"
+
+#include <string.h>
+
+#include "policy/units.h"
+
+bool tm_policy_wants_chunks(const tm_policy *policy, const tm_alloc_desc *alloc)
+{
+    if (alloc->size >= policy->min_tiered)
+        return true;
+    const tm_rule *rule = tm_rules_match(&policy->rules, alloc);
+    return rule && rule->tier != TM_TIER_HBM;
+}
+
+/* The tiers an allocation may use, in the order it fills them: the rule's tier first (when
+ * one matches), then the tier order. Absent tiers are left out. */
+static int tier_sequence(const tm_policy *policy, const tm_tiers *tiers, const tm_alloc_desc *alloc,
+                         tm_tier_id sequence[TM_TIER_COUNT])
+{
+    int count = 0;
+    const tm_rule *rule = tm_rules_match(&policy->rules, alloc);
+    if (rule && tiers->tier[rule->tier].present)
+        sequence[count++] = rule->tier;
+    for (int i = 0; i < policy->order.count; i++) {
+        tm_tier_id tier = policy->order.tier[i];
+        if (!tiers->tier[tier].present || (rule && tier == rule->tier))
+            continue;
+        sequence[count++] = tier;
+    }
+    return count;
+}
+
+static uint64_t room_in_chunks(const tm_tiers *tiers, tm_tier_id tier, uint64_t chunk_size)
+{
+    return tm_tier_room(tiers, tier) / chunk_size;
+}
+
+/* Fills the tiers of `sequence` in turn; false when they cannot hold every chunk. */
+static bool fill(const tm_tiers *tiers, const tm_tier_id *sequence, int count, tm_plan *plan)
+{
+    uint64_t left = plan->chunks;
+    for (int i = 0; i < count && left > 0; i++) {
+        uint64_t take = room_in_chunks(tiers, sequence[i], plan->chunk_size);
+        if (take > left)
+            take = left;
+        if (take == 0)
+            continue;
+        plan->run[plan->run_count++] = (tm_run){ .tier = sequence[i], .chunks = take };
+        plan->per_tier[sequence[i]] += take;
+        left -= take;
+    }
+    return left == 0;
+}
+
+static void plan_reset(tm_plan *plan, uint64_t chunk_size, uint64_t chunks)
+{
+    memset(plan, 0, sizeof *plan);
+    plan->chunk_size = chunk_size;
+    plan->chunks = chunks;
+}
+
+bool tm_policy_place(const tm_policy *policy, const tm_tiers *tiers, const tm_alloc_desc *alloc,
+                     tm_plan *plan)
+{
+    uint64_t chunk = policy->chunk_size;
+    uint64_t chunks = alloc->size / chunk + (alloc->size % chunk != 0);
+    if (chunks == 0)
+        chunks = 1;
+    plan_reset(plan, chunk, chunks);
+
+    tm_tier_id sequence[TM_TIER_COUNT];
+    int count = tier_sequence(policy, tiers, alloc, sequence);
+    if (policy->lower_tiers_share_range)
+        return fill(tiers, sequence, count, plan);
+
+    /* HBM and the host tiers cannot share a range: try each group whole, in the order
+     * its first tier appears in the sequence. */
+    tm_tier_id hbm_group[1], host_group[TM_TIER_COUNT];
+    int hbm_count = 0, host_count = 0;
+    bool hbm_before_host = false;
+    for (int i = 0; i < count; i++) {
+        if (sequence[i] == TM_TIER_HBM) {
+            hbm_group[hbm_count++] = sequence[i];
+            hbm_before_host = host_count == 0;
+        } else {
+            host_group[host_count++] = sequence[i];
+        }
+    }
+    for (int pass = 0; pass < 2; pass++) {
+        bool try_hbm = (pass == 0) == hbm_before_host;
+        plan_reset(plan, chunk, chunks);
+        if (try_hbm ? fill(tiers, hbm_group, hbm_count, plan) : fill(tiers, host_group, host_count, plan))
+            return true;
+    }
+    plan_reset(plan, chunk, chunks);
+    return false;
+}
+
+tm_tier_id tm_plan_chunk_tier(const tm_plan *plan, uint64_t index)
+{
+    for (int i = 0; i < plan->run_count; i++) {
+        if (index < plan->run[i].chunks)
+            return plan->run[i].tier;
+        index -= plan->run[i].chunks;
+    }
+    return TM_TIER_COUNT;
+}
+
+void tm_plan_charge(const tm_plan *plan, tm_tiers *tiers)
+{
+    for (int t = 0; t < TM_TIER_COUNT; t++)
+        if (plan->per_tier[t])
+            tm_tier_charge(tiers, (tm_tier_id)t, plan->per_tier[t] * plan->chunk_size);
+}
+
+void tm_plan_credit(const tm_plan *plan, tm_tiers *tiers)
+{
+    for (int t = 0; t < TM_TIER_COUNT; t++)
+        if (plan->per_tier[t])
+            tm_tier_credit(tiers, (tm_tier_id)t, plan->per_tier[t] * plan->chunk_size);
+}

@@ -1,0 +1,62 @@
+/* place.h — the `size` placement policy: which tier each chunk of an allocation goes to.
+ *
+ * Allocations below the tiering threshold (and not sent elsewhere by a rule) stay whole in
+ * HBM, passed through to the driver. Larger ones are split into chunks of the VMM
+ * granularity. HBM takes chunks up to its limit minus the reserve, so when HBM runs short
+ * it is the large allocations that spill while small ones still find room; the rest
+ * follow the tier order (default hbm, then cxl, then ddr). A matching rule puts its tier
+ * first. The plan lists runs of chunks in address order: the HBM part is the head. */
+#ifndef TM_POLICY_PLACE_H
+#define TM_POLICY_PLACE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "policy/rules.h"
+#include "policy/tier.h"
+
+typedef enum tm_policy_kind {
+    TM_POLICY_SIZE, /* by size, rules and room (the only one so far) */
+} tm_policy_kind;
+
+typedef struct tm_policy {
+    tm_policy_kind kind;
+    tm_tier_order order;
+    tm_rules rules;
+    uint64_t min_tiered;      /* allocations at or above this size are chunked */
+    uint64_t chunk_size;      /* the VMM granularity */
+    bool lower_tiers_share_range; /* CXL/DDR chunks may sit in one VA range with HBM chunks;
+                                   * false when lower tiers are pinned host memory, which a
+                                   * VMM range cannot map: then an allocation lives whole in
+                                   * HBM or whole in the host tiers */
+} tm_policy;
+
+typedef struct tm_run {
+    tm_tier_id tier;
+    uint64_t chunks;
+} tm_run;
+
+typedef struct tm_plan {
+    uint64_t chunk_size;
+    uint64_t chunks;                   /* total: size rounded up to whole chunks */
+    uint64_t per_tier[TM_TIER_COUNT];  /* chunks per tier */
+    tm_run run[TM_TIER_COUNT];         /* address order; run[0] holds the first chunks */
+    int run_count;
+} tm_plan;
+
+/* Should this allocation be chunked (VMM-backed), or pass through to HBM? */
+bool tm_policy_wants_chunks(const tm_policy *policy, const tm_alloc_desc *alloc);
+
+/* Plans where the chunks of `alloc` go, given the tiers' room now. Returns false when the
+ * tiers together cannot hold it (the caller answers CUDA_ERROR_OUT_OF_MEMORY). */
+bool tm_policy_place(const tm_policy *policy, const tm_tiers *tiers, const tm_alloc_desc *alloc,
+                     tm_plan *plan);
+
+/* The tier of chunk `index` in a plan. */
+tm_tier_id tm_plan_chunk_tier(const tm_plan *plan, uint64_t index);
+
+/* Adds (or removes) a plan's chunks to the tiers' usage. */
+void tm_plan_charge(const tm_plan *plan, tm_tiers *tiers);
+void tm_plan_credit(const tm_plan *plan, tm_tiers *tiers);
+
+#endif /* TM_POLICY_PLACE_H */

@@ -1,0 +1,44 @@
+/* rules.h — placement rules (TIERMEM_RULES): "MATCH=TIER,MATCH=TIER,...".
+ *
+ * A rule names the tier an allocation starts in; the first rule that matches wins. MATCH
+ * is `size>=N` or `size<N` (N a size such as 64M). The match is a tagged union over an
+ * allocation description so that matching by name (`name=GLOB`) slots in beside size. */
+#ifndef TM_POLICY_RULES_H
+#define TM_POLICY_RULES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "policy/tier.h"
+
+#define TM_RULES_MAX 32
+
+typedef enum tm_match_kind {
+    TM_MATCH_SIZE_AT_LEAST, /* size>=N */
+    TM_MATCH_SIZE_BELOW,    /* size<N */
+} tm_match_kind;
+
+typedef struct tm_rule {
+    tm_match_kind kind;
+    uint64_t size;      /* N of the size matches */
+    tm_tier_id tier;    /* where a matching allocation starts */
+} tm_rule;
+
+typedef struct tm_rules {
+    tm_rule rule[TM_RULES_MAX];
+    int count;
+} tm_rules;
+
+/* What a rule can look at. */
+typedef struct tm_alloc_desc {
+    uint64_t size;      /* bytes the program asked for */
+} tm_alloc_desc;
+
+/* Parses the rule list. Returns false on any malformed rule (or more than TM_RULES_MAX). */
+bool tm_rules_parse(const char *text, tm_rules *rules);
+
+/* The first rule matching `alloc`, or NULL. */
+const tm_rule *tm_rules_match(const tm_rules *rules, const tm_alloc_desc *alloc);
+
+#endif /* TM_POLICY_RULES_H */

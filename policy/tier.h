@@ -1,0 +1,73 @@
+/* tier.h — the tier model: HBM (device memory), CXL-attached memory and host DDR.
+ *
+ * The policy sees each tier as a budget: a limit (bytes this process may place there) and
+ * what is placed now. HBM keeps a reserve that tiered allocations leave free for small
+ * allocations and the driver. Everything here is plain numbers; the interposer measures
+ * the machine and fills them in. */
+#ifndef TM_POLICY_TIER_H
+#define TM_POLICY_TIER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum tm_tier_id {
+    TM_TIER_HBM = 0,
+    TM_TIER_CXL = 1,
+    TM_TIER_DDR = 2,
+    TM_TIER_COUNT = 3,
+} tm_tier_id;
+
+/* "hbm", "cxl", "ddr". */
+const char *tm_tier_name(tm_tier_id tier);
+/* Looks a tier up by the first `len` bytes of name (case-insensitive). */
+bool tm_tier_from_name(const char *name, size_t len, tm_tier_id *tier);
+
+/* The order in which tiers receive chunks (TIERMEM_TIER_ORDER), each tier at most once. */
+typedef struct tm_tier_order {
+    tm_tier_id tier[TM_TIER_COUNT];
+    int count;
+} tm_tier_order;
+
+extern const tm_tier_order tm_default_tier_order; /* hbm,cxl,ddr */
+
+/* Parses "hbm,cxl,ddr" and the like: known names, comma-separated, no repeats. */
+bool tm_tier_order_parse(const char *text, tm_tier_order *order);
+/* Writes "hbm,cxl,ddr" into buf. */
+char *tm_tier_order_format(const tm_tier_order *order, char *buf, size_t len);
+bool tm_tier_order_has(const tm_tier_order *order, tm_tier_id tier);
+
+typedef struct tm_tier_state {
+    bool present;        /* the tier exists here (discovered or named in the environment) */
+    int node;            /* NUMA node holding a CXL or DDR tier; -1 for HBM */
+    uint64_t limit;      /* bytes this process may place in the tier */
+    uint64_t used;       /* bytes placed in it now */
+    uint64_t peak;       /* highest `used` seen */
+} tm_tier_state;
+
+typedef struct tm_tiers {
+    tm_tier_state tier[TM_TIER_COUNT];
+    uint64_t hbm_reserve; /* HBM bytes tiered allocations leave free */
+} tm_tiers;
+
+/* Bytes a tiered allocation may still take from `tier` (0 for an absent tier; for HBM,
+ * what the limit leaves after the reserve). */
+uint64_t tm_tier_room(const tm_tiers *tiers, tm_tier_id tier);
+
+/* Records `bytes` more (or fewer) in a tier, keeping the peak. */
+void tm_tier_charge(tm_tiers *tiers, tm_tier_id tier, uint64_t bytes);
+void tm_tier_credit(tm_tiers *tiers, tm_tier_id tier, uint64_t bytes);
+
+/* What cuMemGetInfo reports (TIERMEM_MEMINFO). */
+typedef enum tm_meminfo_view {
+    TM_MEMINFO_PHYSICAL, /* what HBM really has, within its limit */
+    TM_MEMINFO_VIRTUAL,  /* HBM plus the lower tiers of the tier order */
+} tm_meminfo_view;
+
+/* Free and total memory in a view, from the driver's own answer and the tiers' budgets.
+ * Physical: total = HBM limit, free = min(driver free, limit - used). Virtual adds, for each
+ * present lower tier in `order`, its limit to total and its room to free. */
+void tm_meminfo(const tm_tiers *tiers, const tm_tier_order *order, tm_meminfo_view view,
+                uint64_t driver_free, uint64_t driver_total, uint64_t *free, uint64_t *total);
+
+#endif /* TM_POLICY_TIER_H */

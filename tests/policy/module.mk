@@ -1,0 +1,7 @@
+# tests/policy/ — cmocka unit tests of the policy layer.
+POLICY_TESTS := $(O)/tests/policy/test_config $(O)/tests/policy/test_placement
+TEST_PROGS += $(POLICY_TESTS)
+
+$(POLICY_TESTS): $(O)/tests/policy/%: $(O)/obj/tests/policy/%.o $(POLICY_OBJS)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) $^ -lcmocka -o $@
