@@ -1,0 +1,381 @@
+/* sim_context.c — contexts: the primary context (retain/release/reset), created
+ * contexts, and each thread's stack of current contexts.
+ *
+ * Destroying a context frees everything it owns (allocations, host memory, streams,
+ * events, modules). VMM objects belong to the device and survive contexts, as on the
+ * real driver. */
+#include <stdlib.h>
+
+#include "tools/simcuda/sim_internal.h"
+
+/* Each thread's context stack; the top is the current context. */
+static __thread sim_context *ctx_stack[SIM_CTX_STACK_DEPTH];
+static __thread int ctx_depth;
+
+static bool context_live(sim_context *ctx)
+{
+    return sim_object_find(ctx, SIM_CONTEXT) && (!ctx->primary || ctx->primary_refs > 0);
+}
+
+CUresult sim_current_context_locked(sim_context **out)
+{
+    CUresult result = sim_check_init();
+    if (result != CUDA_SUCCESS)
+        return result;
+    if (ctx_depth == 0 || !ctx_stack[ctx_depth - 1])
+        return CUDA_ERROR_INVALID_CONTEXT;
+    sim_context *ctx = ctx_stack[ctx_depth - 1];
+    if (!context_live(ctx))
+        return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+    if (out)
+        *out = ctx;
+    return CUDA_SUCCESS;
+}
+
+CUresult sim_current_context(sim_context **out)
+{
+    sim_lock();
+    CUresult result = sim_current_context_locked(out);
+    sim_unlock();
+    return result;
+}
+
+void sim_context_release_resources(sim_context *ctx)
+{
+    sim_module_release_context(ctx);
+    sim_stream_release_context(ctx);
+    sim_memory_release_context(ctx);
+}
+
+/* ---------------------------------------------------------------- primary context */
+
+static CUresult primary_check(CUdevice device)
+{
+    CUresult result = sim_check_init();
+    if (result != CUDA_SUCCESS)
+        return result;
+    return device == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+}
+
+SIM_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice device)
+{
+    CUresult result = primary_check(device);
+    if (result != CUDA_SUCCESS)
+        return result;
+    if (!pctx)
+        return CUDA_ERROR_INVALID_VALUE;
+    sim_lock();
+    sim.primary->primary_refs++;
+    *pctx = (CUcontext)sim.primary;
+    sim_unlock();
+    return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice device)
+{
+    CUresult result = primary_check(device);
+    if (result != CUDA_SUCCESS)
+        return result;
+    sim_lock();
+    if (sim.primary->primary_refs == 0) {
+        result = CUDA_ERROR_INVALID_CONTEXT;
+    } else if (--sim.primary->primary_refs == 0) {
+        sim_context_release_resources(sim.primary);
+    }
+    sim_unlock();
+    return result;
+}
+
+SIM_EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice device)
+{
+    CUresult result = primary_check(device);
+    if (result != CUDA_SUCCESS)
+        return result;
+    sim_lock();
+    sim_context_release_resources(sim.primary);
+    sim.primary->primary_refs = 0;
+    sim_unlock();
+    return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuDevicePrimaryCtxGetState(CUdevice device, unsigned int *flags, int *active)
+{
+    CUresult result = primary_check(device);
+    if (result != CUDA_SUCCESS)
+        return result;
+    if (!flags || !active)
+        return CUDA_ERROR_INVALID_VALUE;
+    sim_lock();
+    *flags = sim.primary->flags;
+    *active = sim.primary->primary_refs > 0;
+    sim_unlock();
+    return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuDevicePrimaryCtxSetFlags_v2(CUdevice device, unsigned int flags)
+{
+    CUresult result = primary_check(device);
+    if (result != CUDA_SUCCESS)
+        return result;
+    if (flags & ~(unsigned)(CU_CTX_SCHED_MASK | CU_CTX_LMEM_RESIZE_TO_MAX | CU_CTX_SYNC_MEMOPS))
+        return CUDA_ERROR_INVALID_VALUE;
+    sim_lock();
+    sim.primary->flags = flags;
+    sim_unlock();
+    return CUDA_SUCCESS;
+}
+
+/* ---------------------------------------------------------------- created contexts */
+
+static void push_current(sim_context *ctx)
+{
+    if (ctx_depth < SIM_CTX_STACK_DEPTH)
+        ctx_stack[ctx_depth++] = ctx;
+    else
+        ctx_stack[ctx_depth - 1] = ctx;
+}
+
+static CUresult context_create(CUcontext *pctx, unsigned int flags, CUdevice device)
+{
+    CUresult result = sim_check_init();
+    if (result != CUDA_SUCCESS)
+        return result;
+    if (!pctx)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (device != 0)
+        return CUDA_ERROR_INVALID_DEVICE;
+    const unsigned known = CU_CTX_SCHED_MASK | CU_CTX_MAP_HOST | CU_CTX_LMEM_RESIZE_TO_MAX |
+                           CU_CTX_COREDUMP_ENABLE | CU_CTX_USER_COREDUMP_ENABLE | CU_CTX_SYNC_MEMOPS;
+    if (flags & ~known)
+        return CUDA_ERROR_INVALID_VALUE;
+    sim_context *ctx = calloc(1, sizeof *ctx);
+    if (!ctx)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    ctx->device = device;
+    ctx->flags = flags;
+    sim_lock();
+    ctx->id = ++sim.next_id;
+    sim_object_add(&ctx->obj, SIM_CONTEXT);
+    sim_unlock();
+    push_current(ctx);
+    *pctx = (CUcontext)ctx;
+    return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice device)
+{
+    return context_create(pctx, flags, device);
+}
+
+SIM_EXPORT CUresult cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *params, int count,
+                                   unsigned int flags, CUdevice device)
+{
+    if (count < 0 || (count > 0 && !params))
+        return CUDA_ERROR_INVALID_VALUE;
+    if (count > 0)
+        return sim_not_supported("cuCtxCreate_v3 with execution affinity");
+    return context_create(pctx, flags, device);
+}
+
+SIM_EXPORT CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *params, unsigned int flags,
+                                   CUdevice device)
+{
+    if (params && (params->numExecAffinityParams > 0 || params->cigParams))
+        return sim_not_supported("cuCtxCreate_v4 with affinity or CIG parameters");
+    return context_create(pctx, flags, device);
+}
+
+SIM_EXPORT CUresult cuCtxDestroy_v2(CUcontext handle)
+{
+    CUresult result = sim_check_init();
+    if (result != CUDA_SUCCESS)
+        return result;
+    sim_lock();
+    sim_context *ctx = sim_object_find(handle, SIM_CONTEXT);
+    if (!ctx || ctx->primary) {
+        sim_unlock();
+        return CUDA_ERROR_INVALID_CONTEXT;
+    }
+    sim_context_release_resources(ctx);
+    sim_object_remove(&ctx->obj);
+    sim_unlock();
+    /* The calling thread's stack forgets it; other threads see a destroyed context. */
+    for (int i = 0; i < ctx_depth; i++)
+        if (ctx_stack[i] == ctx) {
+            for (int j = i; j + 1 < ctx_depth; j++)
+                ctx_stack[j] = ctx_stack[j + 1];
+            ctx_depth--;
+            i--;
+        }
+    free(ctx);
+    return CUDA_SUCCESS;
+}
+
+/* ---------------------------------------------------------------- current context */
+
+SIM_EXPORT CUresult cuCtxGetCurrent(CUcontext *pctx)
+{
+    CUresult result = sim_check_init();
+    if (result != CUDA_SUCCESS)
+        return result;
+    if (!pctx)
+        return CUDA_ERROR_INVALID_VALUE;
+    *pctx = ctx_depth > 0 ? (CUcontext)ctx_stack[ctx_depth - 1] : NULL;
+    return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuCtxSetCurrent(CUcontext handle)
+{
+    CUresult result = sim_check_init();
+    if (result != CUDA_SUCCESS)
+        return result;
+    if (handle == NULL) {
+        if (ctx_depth > 0)
+            ctx_depth--;
+        return CUDA_SUCCESS;
+    }
+    sim_lock();
+    bool live = sim_object_find(handle, SIM_CONTEXT) != NULL;
+    sim_unlock();
+    if (!live)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    if (ctx_depth == 0)
+        ctx_stack[ctx_depth++] = (sim_context *)handle;
+    else
+        ctx_stack[ctx_depth - 1] = (sim_context *)handle;
+    return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuCtxPushCurrent_v2(CUcontext handle)
+{
+    CUresult result = sim_check_init();
+    if (result != CUDA_SUCCESS)
+        return result;
+    sim_lock();
+    bool live = sim_object_find(handle, SIM_CONTEXT) != NULL;
+    sim_unlock();
+    if (!live)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    if (ctx_depth == SIM_CTX_STACK_DEPTH)
+        return CUDA_ERROR_INVALID_VALUE;
+    ctx_stack[ctx_depth++] = (sim_context *)handle;
+    return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuCtxPopCurrent_v2(CUcontext *pctx)
+{
+    CUresult result = sim_check_init();
+    if (result != CUDA_SUCCESS)
+        return result;
+    if (ctx_depth == 0)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    sim_context *ctx = ctx_stack[--ctx_depth];
+    if (pctx)
+        *pctx = (CUcontext)ctx;
+    return CUDA_SUCCESS;
+}
+
+/* Work runs at submission, so every context is always idle: synchronising only checks. */
+SIM_EXPORT CUresult cuCtxSynchronize(void)
+{
+    return sim_current_context(NULL);
+}
+
+SIM_EXPORT CUresult cuCtxSynchronize_v2(CUcontext handle)
+{
+    if (handle == NULL)
+        return sim_current_context(NULL);
+    CUresult result = sim_check_init();
+    if (result != CUDA_SUCCESS)
+        return result;
+    sim_lock();
+    bool live = sim_object_find(handle, SIM_CONTEXT) != NULL;
+    sim_unlock();
+    return live ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+}
+
+SIM_EXPORT CUresult cuCtxGetDevice(CUdevice *device)
+{
+    sim_context *ctx;
+    CUresult result = sim_current_context(&ctx);
+    if (result != CUDA_SUCCESS)
+        return result;
+    if (!device)
+        return CUDA_ERROR_INVALID_VALUE;
+    *device = ctx->device;
+    return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuCtxGetDevice_v2(CUdevice *device, CUcontext handle)
+{
+    if (handle == NULL)
+        return cuCtxGetDevice(device);
+    CUresult result = sim_check_init();
+    if (result != CUDA_SUCCESS)
+        return result;
+    if (!device)
+        return CUDA_ERROR_INVALID_VALUE;
+    sim_lock();
+    sim_context *ctx = sim_object_find(handle, SIM_CONTEXT);
+    if (ctx)
+        *device = ctx->device;
+    sim_unlock();
+    return ctx ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+}
+
+SIM_EXPORT CUresult cuCtxGetFlags(unsigned int *flags)
+{
+    sim_context *ctx;
+    CUresult result = sim_current_context(&ctx);
+    if (result != CUDA_SUCCESS)
+        return result;
+    if (!flags)
+        return CUDA_ERROR_INVALID_VALUE;
+    *flags = ctx->flags;
+    return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuCtxGetApiVersion(CUcontext handle, unsigned int *version)
+{
+    CUresult result = sim_check_init();
+    if (result != CUDA_SUCCESS)
+        return result;
+    if (!version)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (handle == NULL) {
+        result = sim_current_context(NULL);
+        if (result != CUDA_SUCCESS)
+            return result;
+    } else {
+        sim_lock();
+        bool live = sim_object_find(handle, SIM_CONTEXT) != NULL;
+        sim_unlock();
+        if (!live)
+            return CUDA_ERROR_INVALID_CONTEXT;
+    }
+    *version = 3020;
+    return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuCtxGetId(CUcontext handle, unsigned long long *id)
+{
+    CUresult result = sim_check_init();
+    if (result != CUDA_SUCCESS)
+        return result;
+    if (!id)
+        return CUDA_ERROR_INVALID_VALUE;
+    sim_context *ctx = NULL;
+    if (handle == NULL) {
+        result = sim_current_context(&ctx);
+        if (result != CUDA_SUCCESS)
+            return result;
+    } else {
+        sim_lock();
+        ctx = sim_object_find(handle, SIM_CONTEXT);
+        sim_unlock();
+        if (!ctx)
+            return CUDA_ERROR_INVALID_CONTEXT;
+    }
+    *id = ctx->id;
+    return CUDA_SUCCESS;
+}

@@ -1,0 +1,147 @@
+/* sim_copy.c — cuMemcpy* and cuMemset* in their synchronous, asynchronous and
+ * per-thread-stream forms. Each call validates its ranges under the lock (a device range
+ * must be covered by memory the device may access), then hands the work to sim_exec.c. */
+#include "tools/simcuda/sim_internal.h"
+
+typedef enum copy_side { SIDE_HOST, SIDE_DEVICE, SIDE_UNIFIED } copy_side;
+
+/* Lock held: the location class of an address for the copy statistics. */
+static int location_class(uintptr_t address)
+{
+    sim_region *region = sim_region_find(TREE_REGIONS, address);
+    if (!region)
+        return SIM_LOC_HOST;
+    if (region->kind == REGION_DEVICE)
+        return SIM_LOC_DEVICE;
+    if (region->kind == REGION_MAPPING) {
+        switch (region->phys->prop.location.type) {
+        case CU_MEM_LOCATION_TYPE_DEVICE: return SIM_LOC_DEVICE;
+        case CU_MEM_LOCATION_TYPE_HOST_NUMA: return SIM_LOC_HOST_NUMA;
+        default: return SIM_LOC_HOST;
+        }
+    }
+    return SIM_LOC_HOST;
+}
+
+/* Lock held: checks one side of a copy. Unified pointers are device memory when the
+ * driver knows them, otherwise pageable host memory. */
+static CUresult side_check(uintptr_t address, copy_side side, size_t bytes, bool for_write)
+{
+    if (address == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (side == SIDE_HOST)
+        return CUDA_SUCCESS;
+    if (side == SIDE_UNIFIED && !sim_region_find(TREE_REGIONS, address))
+        return CUDA_SUCCESS;
+    return sim_range_check(address, bytes, for_write);
+}
+
+static CUresult copy(uintptr_t dst, copy_side dst_side, uintptr_t src, copy_side src_side, size_t bytes,
+                     CUstream stream_handle)
+{
+    sim_lock();
+    sim_stream *stream = NULL;
+    CUresult result = sim_current_context_locked(NULL);
+    if (result == CUDA_SUCCESS)
+        result = sim_stream_resolve(stream_handle, &stream);
+    if (result == CUDA_SUCCESS && bytes > 0) {
+        result = side_check(dst, dst_side, bytes, true);
+        if (result == CUDA_SUCCESS)
+            result = side_check(src, src_side, bytes, false);
+    }
+    int dst_class = SIM_LOC_HOST, src_class = SIM_LOC_HOST;
+    if (result == CUDA_SUCCESS && bytes > 0) {
+        dst_class = location_class(dst);
+        src_class = location_class(src);
+    }
+    sim_unlock();
+    if (result != CUDA_SUCCESS || bytes == 0)
+        return result;
+    return sim_exec_copy(stream, (void *)dst, (const void *)src, bytes, dst_class, src_class);
+}
+
+#define H SIDE_HOST
+#define D SIDE_DEVICE
+#define U SIDE_UNIFIED
+
+SIM_EXPORT CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t n)
+{ return copy(dst, U, src, U, n, NULL); }
+SIM_EXPORT CUresult cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src, size_t n)
+{ return copy(dst, U, src, U, n, CU_STREAM_PER_THREAD); }
+SIM_EXPORT CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)
+{ return copy(dst, U, src, U, n, s); }
+SIM_EXPORT CUresult cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)
+{ return copy(dst, U, src, U, n, s); }
+
+SIM_EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n)
+{ return copy(dst, D, (uintptr_t)src, H, n, NULL); }
+SIM_EXPORT CUresult cuMemcpyHtoD_v2_ptds(CUdeviceptr dst, const void *src, size_t n)
+{ return copy(dst, D, (uintptr_t)src, H, n, CU_STREAM_PER_THREAD); }
+SIM_EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, CUstream s)
+{ return copy(dst, D, (uintptr_t)src, H, n, s); }
+SIM_EXPORT CUresult cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dst, const void *src, size_t n, CUstream s)
+{ return copy(dst, D, (uintptr_t)src, H, n, s); }
+
+SIM_EXPORT CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n)
+{ return copy((uintptr_t)dst, H, src, D, n, NULL); }
+SIM_EXPORT CUresult cuMemcpyDtoH_v2_ptds(void *dst, CUdeviceptr src, size_t n)
+{ return copy((uintptr_t)dst, H, src, D, n, CU_STREAM_PER_THREAD); }
+SIM_EXPORT CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, CUstream s)
+{ return copy((uintptr_t)dst, H, src, D, n, s); }
+SIM_EXPORT CUresult cuMemcpyDtoHAsync_v2_ptsz(void *dst, CUdeviceptr src, size_t n, CUstream s)
+{ return copy((uintptr_t)dst, H, src, D, n, s); }
+
+SIM_EXPORT CUresult cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t n)
+{ return copy(dst, D, src, D, n, NULL); }
+SIM_EXPORT CUresult cuMemcpyDtoD_v2_ptds(CUdeviceptr dst, CUdeviceptr src, size_t n)
+{ return copy(dst, D, src, D, n, CU_STREAM_PER_THREAD); }
+SIM_EXPORT CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)
+{ return copy(dst, D, src, D, n, s); }
+SIM_EXPORT CUresult cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)
+{ return copy(dst, D, src, D, n, s); }
+
+/* ---------------------------------------------------------------- memset */
+
+static CUresult memset_elements(CUdeviceptr dst, unsigned int value, size_t element_size, size_t count,
+                                CUstream stream_handle)
+{
+    if (dst % element_size != 0 || count > SIZE_MAX / element_size)
+        return CUDA_ERROR_INVALID_VALUE;
+    sim_lock();
+    sim_stream *stream = NULL;
+    CUresult result = sim_current_context_locked(NULL);
+    if (result == CUDA_SUCCESS)
+        result = sim_stream_resolve(stream_handle, &stream);
+    if (result == CUDA_SUCCESS && count > 0)
+        result = side_check(dst, SIDE_DEVICE, element_size * count, true);
+    int dst_class = result == CUDA_SUCCESS && count > 0 ? location_class(dst) : SIM_LOC_DEVICE;
+    sim_unlock();
+    if (result != CUDA_SUCCESS || count == 0)
+        return result;
+    return sim_exec_memset(stream, (void *)dst, value, element_size, count, dst_class);
+}
+
+SIM_EXPORT CUresult cuMemsetD8_v2(CUdeviceptr dst, unsigned char v, size_t n)
+{ return memset_elements(dst, v, 1, n, NULL); }
+SIM_EXPORT CUresult cuMemsetD8_v2_ptds(CUdeviceptr dst, unsigned char v, size_t n)
+{ return memset_elements(dst, v, 1, n, CU_STREAM_PER_THREAD); }
+SIM_EXPORT CUresult cuMemsetD16_v2(CUdeviceptr dst, unsigned short v, size_t n)
+{ return memset_elements(dst, v, 2, n, NULL); }
+SIM_EXPORT CUresult cuMemsetD16_v2_ptds(CUdeviceptr dst, unsigned short v, size_t n)
+{ return memset_elements(dst, v, 2, n, CU_STREAM_PER_THREAD); }
+SIM_EXPORT CUresult cuMemsetD32_v2(CUdeviceptr dst, unsigned int v, size_t n)
+{ return memset_elements(dst, v, 4, n, NULL); }
+SIM_EXPORT CUresult cuMemsetD32_v2_ptds(CUdeviceptr dst, unsigned int v, size_t n)
+{ return memset_elements(dst, v, 4, n, CU_STREAM_PER_THREAD); }
+SIM_EXPORT CUresult cuMemsetD8Async(CUdeviceptr dst, unsigned char v, size_t n, CUstream s)
+{ return memset_elements(dst, v, 1, n, s); }
+SIM_EXPORT CUresult cuMemsetD8Async_ptsz(CUdeviceptr dst, unsigned char v, size_t n, CUstream s)
+{ return memset_elements(dst, v, 1, n, s); }
+SIM_EXPORT CUresult cuMemsetD16Async(CUdeviceptr dst, unsigned short v, size_t n, CUstream s)
+{ return memset_elements(dst, v, 2, n, s); }
+SIM_EXPORT CUresult cuMemsetD16Async_ptsz(CUdeviceptr dst, unsigned short v, size_t n, CUstream s)
+{ return memset_elements(dst, v, 2, n, s); }
+SIM_EXPORT CUresult cuMemsetD32Async(CUdeviceptr dst, unsigned int v, size_t n, CUstream s)
+{ return memset_elements(dst, v, 4, n, s); }
+SIM_EXPORT CUresult cuMemsetD32Async_ptsz(CUdeviceptr dst, unsigned int v, size_t n, CUstream s)
+{ return memset_elements(dst, v, 4, n, s); }

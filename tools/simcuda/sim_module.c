@@ -1,0 +1,366 @@
+/* sim_module.c — modules and kernel launches.
+ *
+ * A simcuda module is a host shared library that defines `simcuda_module_abi` (see
+ * simcuda.h). cuModuleLoad dlopens it from a path; cuModuleLoadData copies the image
+ * into a memfd and dlopens that. GPU code (a cubin, a fatbin, PTX) is recognised and
+ * refused with CUDA_ERROR_NO_BINARY_FOR_GPU, as a real driver refuses code built for
+ * another architecture; anything else is CUDA_ERROR_INVALID_IMAGE. */
+#include <dlfcn.h>
+#include <elf.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "tools/simcuda/sim_internal.h"
+
+#define FATBIN_MAGIC      0xBA55ED50u
+#define FATBIN_WRAP_MAGIC 0x466243B1u
+#define EM_NVIDIA_CUDA    190
+
+/* ---------------------------------------------------------------- image recognition */
+
+typedef enum image_kind { IMAGE_HOST_LIBRARY, IMAGE_GPU_CODE, IMAGE_UNKNOWN } image_kind;
+
+/* Classifies the first bytes of an image; *elf_size gets the size of an ELF file from
+ * its headers (section or program headers end it), 0 when not ELF. */
+static image_kind classify_image(const unsigned char *bytes, size_t available, size_t *elf_size)
+{
+    *elf_size = 0;
+    if (available >= 4) {
+        uint32_t magic;
+        memcpy(&magic, bytes, 4);
+        if (magic == FATBIN_MAGIC || magic == FATBIN_WRAP_MAGIC)
+            return IMAGE_GPU_CODE;
+    }
+    if (available >= 8 && (memcmp(bytes, "//", 2) == 0 || memcmp(bytes, ".version", 8) == 0))
+        return IMAGE_GPU_CODE; /* PTX text */
+    if (available < sizeof(Elf64_Ehdr) || memcmp(bytes, ELFMAG, SELFMAG) != 0)
+        return IMAGE_UNKNOWN;
+    Elf64_Ehdr header;
+    memcpy(&header, bytes, sizeof header);
+    if (header.e_ident[EI_CLASS] != ELFCLASS64)
+        return IMAGE_UNKNOWN;
+    if (header.e_machine == EM_NVIDIA_CUDA)
+        return IMAGE_GPU_CODE;
+    if (header.e_machine != EM_X86_64 || header.e_type != ET_DYN)
+        return IMAGE_UNKNOWN;
+    uint64_t end = header.e_shoff + (uint64_t)header.e_shnum * header.e_shentsize;
+    uint64_t ph_end = header.e_phoff + (uint64_t)header.e_phnum * header.e_phentsize;
+    if (ph_end > end)
+        end = ph_end;
+    *elf_size = (size_t)end;
+    return IMAGE_HOST_LIBRARY;
+}
+
+static CUresult open_library(const char *path, sim_module *module)
+{
+    void *library = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!library) {
+        sim_info("module %s: %s", path, dlerror());
+        return CUDA_ERROR_INVALID_IMAGE;
+    }
+    const int *abi = dlsym(library, "simcuda_module_abi");
+    if (!abi || *abi != SIMCUDA_ABI_VERSION) {
+        sim_log("module %s: not a simcuda kernel library of ABI %d (define SIMCUDA_MODULE())", path,
+                SIMCUDA_ABI_VERSION);
+        dlclose(library);
+        return CUDA_ERROR_INVALID_IMAGE;
+    }
+    module->library = library;
+    return CUDA_SUCCESS;
+}
+
+static CUresult module_register(CUmodule *handle, sim_module *module)
+{
+    sim_lock();
+    sim_context *ctx;
+    CUresult result = sim_current_context_locked(&ctx);
+    if (result == CUDA_SUCCESS) {
+        module->ctx = ctx;
+        sim_object_add(&module->obj, SIM_MODULE);
+    }
+    sim_unlock();
+    if (result == CUDA_SUCCESS)
+        *handle = (CUmodule)module;
+    return result;
+}
+
+static void module_close(sim_module *module)
+{
+    if (module->library)
+        dlclose(module->library);
+    if (module->image_fd >= 0)
+        close(module->image_fd);
+    for (sim_function *f = module->functions, *next; f; f = next) {
+        next = f->next;
+        free(f);
+    }
+    free(module);
+}
+
+/* ---------------------------------------------------------------- loading */
+
+SIM_EXPORT CUresult cuModuleLoad(CUmodule *handle, const char *path)
+{
+    if (!handle || !path)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult result = sim_current_context(NULL);
+    if (result != CUDA_SUCCESS)
+        return result;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return CUDA_ERROR_FILE_NOT_FOUND;
+    unsigned char head[sizeof(Elf64_Ehdr)];
+    ssize_t got = read(fd, head, sizeof head);
+    close(fd);
+    size_t elf_size;
+    image_kind kind = classify_image(head, got > 0 ? (size_t)got : 0, &elf_size);
+    if (kind == IMAGE_GPU_CODE)
+        return CUDA_ERROR_NO_BINARY_FOR_GPU;
+    if (kind != IMAGE_HOST_LIBRARY)
+        return CUDA_ERROR_INVALID_IMAGE;
+    sim_module *module = calloc(1, sizeof *module);
+    if (!module)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    module->image_fd = -1;
+    if ((result = open_library(path, module)) != CUDA_SUCCESS || (result = module_register(handle, module)) != CUDA_SUCCESS)
+        module_close(module);
+    return result;
+}
+
+static CUresult load_data(CUmodule *handle, const void *image)
+{
+    if (!handle || !image)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult result = sim_current_context(NULL);
+    if (result != CUDA_SUCCESS)
+        return result;
+    size_t elf_size;
+    image_kind kind = classify_image(image, sizeof(Elf64_Ehdr), &elf_size);
+    if (kind == IMAGE_GPU_CODE)
+        return CUDA_ERROR_NO_BINARY_FOR_GPU;
+    if (kind != IMAGE_HOST_LIBRARY || elf_size == 0)
+        return CUDA_ERROR_INVALID_IMAGE;
+    sim_module *module = calloc(1, sizeof *module);
+    if (!module)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    module->image_fd = memfd_create("simcuda-module", MFD_CLOEXEC);
+    if (module->image_fd < 0 || write(module->image_fd, image, elf_size) != (ssize_t)elf_size) {
+        module_close(module);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/fd/%d", module->image_fd);
+    if ((result = open_library(path, module)) != CUDA_SUCCESS || (result = module_register(handle, module)) != CUDA_SUCCESS)
+        module_close(module);
+    return result;
+}
+
+SIM_EXPORT CUresult cuModuleLoadData(CUmodule *handle, const void *image)
+{
+    return load_data(handle, image);
+}
+
+SIM_EXPORT CUresult cuModuleLoadDataEx(CUmodule *handle, const void *image, unsigned int num_options,
+                                       CUjit_option *options, void **option_values)
+{
+    (void)options;
+    (void)option_values;
+    (void)num_options; /* JIT options have nothing to act on for host code */
+    return load_data(handle, image);
+}
+
+SIM_EXPORT CUresult cuModuleLoadFatBinary(CUmodule *handle, const void *image)
+{
+    return load_data(handle, image);
+}
+
+SIM_EXPORT CUresult cuModuleUnload(CUmodule handle)
+{
+    CUresult result = sim_check_init();
+    if (result != CUDA_SUCCESS)
+        return result;
+    sim_lock();
+    sim_module *module = sim_object_find(handle, SIM_MODULE);
+    if (module) {
+        for (sim_function *f = module->functions; f; f = f->next)
+            sim_object_remove(&f->obj);
+        sim_object_remove(&module->obj);
+    }
+    sim_unlock();
+    if (!module)
+        return CUDA_ERROR_INVALID_HANDLE;
+    module_close(module);
+    return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule handle, const char *name)
+{
+    if (!hfunc || !name)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult result = sim_current_context(NULL);
+    if (result != CUDA_SUCCESS)
+        return result;
+    sim_lock();
+    sim_module *module = sim_object_find(handle, SIM_MODULE);
+    sim_function *function = NULL;
+    if (!module) {
+        result = CUDA_ERROR_INVALID_HANDLE;
+    } else {
+        for (function = module->functions; function; function = function->next)
+            if (strcmp(function->name, name) == 0)
+                break;
+        if (!function) {
+            simcuda_kernel_fn *entry = (simcuda_kernel_fn *)dlsym(module->library, name);
+            size_t length = strlen(name);
+            if (!entry)
+                result = CUDA_ERROR_NOT_FOUND;
+            else if (!(function = calloc(1, sizeof *function + length + 1)))
+                result = CUDA_ERROR_OUT_OF_MEMORY;
+            else {
+                function->module = module;
+                function->entry = entry;
+                memcpy(function->name, name, length + 1);
+                function->next = module->functions;
+                module->functions = function;
+                sim_object_add(&function->obj, SIM_FUNCTION);
+            }
+        }
+    }
+    if (function)
+        *hfunc = (CUfunction)function;
+    sim_unlock();
+    return result;
+}
+
+void sim_module_release_context(sim_context *ctx)
+{
+    sim_object *object, *next;
+    /* Collect first: closing a module removes its functions from the table. */
+    sim_module *doomed = NULL;
+    HASH_ITER(hh, sim.objects, object, next) {
+        if (object->kind == SIM_MODULE && ((sim_module *)object)->ctx == ctx) {
+            sim_module *module = (sim_module *)object;
+            sim_object_remove(object);
+            module->unload_next = doomed;
+            doomed = module;
+        }
+    }
+    while (doomed) {
+        sim_module *module = doomed;
+        doomed = module->unload_next;
+        for (sim_function *f = module->functions; f; f = f->next)
+            sim_object_remove(&f->obj);
+        module_close(module);
+    }
+}
+
+/* ---------------------------------------------------------------- function attributes */
+
+#define SIM_STATIC_SHARED_OPTIN 232448
+
+SIM_EXPORT CUresult cuFuncSetAttribute(CUfunction handle, CUfunction_attribute attribute, int value)
+{
+    CUresult result = sim_check_init();
+    if (result != CUDA_SUCCESS)
+        return result;
+    sim_lock();
+    sim_function *function = sim_object_find(handle, SIM_FUNCTION);
+    if (!function)
+        result = CUDA_ERROR_INVALID_HANDLE;
+    else if (attribute == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) {
+        if (value < 0 || value > SIM_STATIC_SHARED_OPTIN)
+            result = CUDA_ERROR_INVALID_VALUE;
+        else
+            function->max_dynamic_shared = value;
+    } else if (attribute != CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT) {
+        result = CUDA_ERROR_INVALID_VALUE;
+    }
+    sim_unlock();
+    return result;
+}
+
+SIM_EXPORT CUresult cuFuncGetAttribute(int *value, CUfunction_attribute attribute, CUfunction handle)
+{
+    if (!value)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult result = sim_check_init();
+    if (result != CUDA_SUCCESS)
+        return result;
+    sim_lock();
+    sim_function *function = sim_object_find(handle, SIM_FUNCTION);
+    if (!function) {
+        result = CUDA_ERROR_INVALID_HANDLE;
+    } else {
+        switch (attribute) {
+        case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *value = 1024; break;
+        case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: *value = function->max_dynamic_shared; break;
+        case CU_FUNC_ATTRIBUTE_PTX_VERSION:
+        case CU_FUNC_ATTRIBUTE_BINARY_VERSION: *value = 90; break;
+        default: *value = 0; break;
+        }
+    }
+    sim_unlock();
+    return result;
+}
+
+/* ---------------------------------------------------------------- launches */
+
+static CUresult launch_kernel(CUfunction handle, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                              unsigned bz, unsigned shared_bytes, CUstream stream_handle, void **params,
+                              void **extra)
+{
+    if (gx == 0 || gy == 0 || gz == 0 || bx == 0 || by == 0 || bz == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (gy > 65535 || gz > 65535 || bx > 1024 || by > 1024 || bz > 64 ||
+        (unsigned long long)bx * by * bz > 1024)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (params && extra)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (extra)
+        return sim_not_supported("cuLaunchKernel with the `extra` argument buffer");
+    sim_lock();
+    sim_stream *stream = NULL;
+    CUresult result = sim_current_context_locked(NULL);
+    sim_function *function = NULL;
+    if (result == CUDA_SUCCESS) {
+        function = sim_object_find(handle, SIM_FUNCTION);
+        if (!function)
+            result = CUDA_ERROR_INVALID_HANDLE;
+    }
+    if (result == CUDA_SUCCESS)
+        result = sim_stream_resolve(stream_handle, &stream);
+    if (result == CUDA_SUCCESS && shared_bytes > 49152 && (int)shared_bytes > function->max_dynamic_shared)
+        result = CUDA_ERROR_INVALID_VALUE;
+    simcuda_kernel_fn *entry = function ? function->entry : NULL;
+    if (result == CUDA_SUCCESS)
+        sim.launches++;
+    sim_unlock();
+    if (result != CUDA_SUCCESS)
+        return result;
+    simcuda_launch launch = {
+        .grid = { gx, gy, gz },
+        .block = { bx, by, bz },
+        .shared_mem_bytes = shared_bytes,
+        .stream = stream_handle,
+        .params = params,
+    };
+    sim_exec_launch(stream, entry, &launch);
+    return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                                   unsigned bz, unsigned shared_bytes, CUstream stream, void **params, void **extra)
+{
+    return launch_kernel(f, gx, gy, gz, bx, by, bz, shared_bytes, stream, params, extra);
+}
+
+SIM_EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                                        unsigned by, unsigned bz, unsigned shared_bytes, CUstream stream,
+                                        void **params, void **extra)
+{
+    return launch_kernel(f, gx, gy, gz, bx, by, bz, shared_bytes, stream, params, extra);
+}

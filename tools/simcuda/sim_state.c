@@ -1,0 +1,351 @@
+/* sim_state.c — simcuda's global state: configuration, the handle table, the address
+ * range trees, device-memory accounting, diagnostics and the exit summary. */
+#include <ctype.h>
+#include <errno.h>
+#include <numa.h>
+#include <search.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tools/simcuda/sim_internal.h"
+
+sim_state sim = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+/* ---------------------------------------------------------------- diagnostics */
+
+static void sim_vprint(const char *fmt, va_list args)
+{
+    char line[512];
+    vsnprintf(line, sizeof line, fmt, args);
+    fprintf(stderr, "simcuda: %s\n", line);
+}
+
+void sim_log(const char *fmt, ...)
+{
+    va_list args;
+    va_start(args, fmt);
+    sim_vprint(fmt, args);
+    va_end(args);
+}
+
+void sim_info(const char *fmt, ...)
+{
+    if (sim.config.log_level < 1)
+        return;
+    va_list args;
+    va_start(args, fmt);
+    sim_vprint(fmt, args);
+    va_end(args);
+}
+
+/* Names already reported as not implemented; a short list, searched under its own lock
+ * because the stubs may be called with the main lock free or held. */
+static pthread_mutex_t reported_lock = PTHREAD_MUTEX_INITIALIZER;
+static const char *reported[256];
+static int reported_count;
+
+CUresult sim_not_supported(const char *name)
+{
+    bool first = true;
+    pthread_mutex_lock(&reported_lock);
+    for (int i = 0; i < reported_count; i++)
+        if (strcmp(reported[i], name) == 0)
+            first = false;
+    if (first && reported_count < (int)(sizeof reported / sizeof reported[0]))
+        reported[reported_count++] = name;
+    pthread_mutex_unlock(&reported_lock);
+    if (first)
+        sim_log("%s is not implemented (returns CUDA_ERROR_NOT_SUPPORTED)", name);
+    return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+/* ---------------------------------------------------------------- configuration */
+
+/* Parses "123", "512K", "512M", "16G", "1T" (binary units, optional trailing "B"/"iB"). */
+static bool parse_size(const char *text, size_t *out)
+{
+    const char *p = text;
+    if (!isdigit((unsigned char)*p))
+        return false;
+    errno = 0;
+    char *end;
+    unsigned long long value = strtoull(p, &end, 10);
+    if (errno != 0)
+        return false;
+    unsigned shift = 0;
+    switch (toupper((unsigned char)*end)) {
+    case 'K': shift = 10; end++; break;
+    case 'M': shift = 20; end++; break;
+    case 'G': shift = 30; end++; break;
+    case 'T': shift = 40; end++; break;
+    default: break;
+    }
+    if (shift && (*end == 'i' || *end == 'I'))
+        end++;
+    if (*end == 'B' || *end == 'b')
+        end++;
+    if (*end != '\0' || value == 0)
+        return false;
+    if (shift && value > (SIZE_MAX >> shift))
+        return false;
+    *out = (size_t)value << shift;
+    return true;
+}
+
+static bool parse_node_list(const char *text, sim_config *config)
+{
+    config->numa_node_count = 0;
+    const char *p = text;
+    while (*p) {
+        if (!isdigit((unsigned char)*p))
+            return false;
+        char *end;
+        long node = strtol(p, &end, 10);
+        if (node < 0 || node >= 1024 || config->numa_node_count == SIM_MAX_NUMA_NODES)
+            return false;
+        config->numa_nodes[config->numa_node_count++] = (int)node;
+        p = end;
+        if (*p == ',')
+            p++;
+        else if (*p != '\0')
+            return false;
+    }
+    return config->numa_node_count > 0;
+}
+
+static void host_numa_nodes(sim_config *config)
+{
+    config->numa_node_count = 0;
+    if (numa_available() < 0) {
+        config->numa_nodes[config->numa_node_count++] = 0;
+        return;
+    }
+    for (int node = 0; node <= numa_max_node() && config->numa_node_count < SIM_MAX_NUMA_NODES; node++)
+        if (numa_bitmask_isbitset(numa_all_nodes_ptr, (unsigned)node))
+            config->numa_nodes[config->numa_node_count++] = node;
+}
+
+CUresult sim_config_load(sim_config *config)
+{
+    memset(config, 0, sizeof *config);
+    config->device_capacity = (size_t)16 << 30;
+    config->host_numa_vmm = true;
+    host_numa_nodes(config);
+
+    const char *value;
+    if ((value = getenv("SIMCUDA_MEM")) && *value && !parse_size(value, &config->device_capacity)) {
+        sim_log("SIMCUDA_MEM='%s' is not a size (accepts bytes, or a number with K, M, G or T, e.g. 512M)", value);
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    if ((value = getenv("SIMCUDA_NUMA_NODES")) && *value && !parse_node_list(value, config)) {
+        sim_log("SIMCUDA_NUMA_NODES='%s' is not a node list (accepts comma-separated ids 0-1023, e.g. 0,1)", value);
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    if ((value = getenv("SIMCUDA_HOST_NUMA_VMM")) && *value) {
+        if (strcmp(value, "0") == 0)
+            config->host_numa_vmm = false;
+        else if (strcmp(value, "1") != 0) {
+            sim_log("SIMCUDA_HOST_NUMA_VMM='%s' is not 0 or 1", value);
+            return CUDA_ERROR_INVALID_VALUE;
+        }
+    }
+    if ((value = getenv("SIMCUDA_LOG")) && *value) {
+        if (strcmp(value, "info") == 0)
+            config->log_level = 1;
+        else if (strcmp(value, "warn") != 0) {
+            sim_log("SIMCUDA_LOG='%s' is not warn or info", value);
+            return CUDA_ERROR_INVALID_VALUE;
+        }
+    }
+    return CUDA_SUCCESS;
+}
+
+bool sim_config_numa_node_ok(const sim_config *config, int node)
+{
+    for (int i = 0; i < config->numa_node_count; i++)
+        if (config->numa_nodes[i] == node)
+            return true;
+    return false;
+}
+
+/* ---------------------------------------------------------------- handles */
+
+void sim_object_add(sim_object *object, sim_kind kind)
+{
+    object->key = (uintptr_t)object;
+    object->kind = kind;
+    HASH_ADD(hh, sim.objects, key, sizeof object->key, object);
+}
+
+void sim_object_remove(sim_object *object)
+{
+    HASH_DELETE(hh, sim.objects, object);
+    object->kind = 0;
+}
+
+void *sim_object_find(const void *handle, sim_kind kind)
+{
+    uintptr_t key = (uintptr_t)handle;
+    sim_object *object = NULL;
+    if (key == 0)
+        return NULL;
+    HASH_FIND(hh, sim.objects, &key, sizeof key, object);
+    return object && object->kind == kind ? object : NULL;
+}
+
+/* ---------------------------------------------------------------- address ranges */
+
+/* Ranges never overlap inside one tree, so "overlaps" is "equal" to tsearch. */
+static int region_compare(const void *a, const void *b)
+{
+    const sim_region *x = a, *y = b;
+    if (x->base + x->size <= y->base)
+        return -1;
+    if (y->base + y->size <= x->base)
+        return 1;
+    return 0;
+}
+
+static void **tree_root(sim_tree tree)
+{
+    return tree == TREE_REGIONS ? &sim.regions : &sim.reservations;
+}
+
+void sim_region_insert(sim_tree tree, sim_region *region)
+{
+    tsearch(region, tree_root(tree), region_compare);
+}
+
+void sim_region_delete(sim_tree tree, sim_region *region)
+{
+    tdelete(region, tree_root(tree), region_compare);
+}
+
+sim_region *sim_region_overlap(sim_tree tree, uintptr_t base, size_t size)
+{
+    /* The ranges in a tree are disjoint and ordered, so a search with a range key meets
+     * an overlapping range whenever one exists. */
+    sim_region key = { .base = base, .size = size };
+    sim_region **found = tfind(&key, tree_root(tree), region_compare);
+    return found ? *found : NULL;
+}
+
+sim_region *sim_region_find(sim_tree tree, uintptr_t address)
+{
+    return sim_region_overlap(tree, address, 1);
+}
+
+struct each_closure {
+    void (*visit)(sim_region *, void *);
+    void *arg;
+};
+
+static void each_node(const void *node, VISIT which, void *closure)
+{
+    if (which == postorder || which == leaf) {
+        struct each_closure *c = closure;
+        c->visit(*(sim_region *const *)node, c->arg);
+    }
+}
+
+void sim_region_each(sim_tree tree, void (*visit)(sim_region *, void *), void *arg)
+{
+    struct each_closure closure = { visit, arg };
+    twalk_r(*tree_root(tree), each_node, &closure);
+}
+
+CUresult sim_range_check(uintptr_t address, size_t bytes, bool for_write)
+{
+    uintptr_t end = address + bytes;
+    if (end < address)
+        return CUDA_ERROR_INVALID_VALUE;
+    while (address < end) {
+        sim_region *region = sim_region_find(TREE_REGIONS, address);
+        if (!region)
+            return CUDA_ERROR_INVALID_VALUE;
+        if (region->kind == REGION_MAPPING) {
+            if (region->access == CU_MEM_ACCESS_FLAGS_PROT_NONE)
+                return CUDA_ERROR_INVALID_VALUE;
+            if (for_write && region->access != CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
+                return CUDA_ERROR_INVALID_VALUE;
+        }
+        address = region->base + region->size;
+    }
+    return CUDA_SUCCESS;
+}
+
+/* ---------------------------------------------------------------- accounting */
+
+bool sim_device_reserve(size_t bytes)
+{
+    if (bytes > sim.config.device_capacity - sim.device_used)
+        return false;
+    sim.device_used += bytes;
+    if (sim.device_used > sim.device_peak)
+        sim.device_peak = sim.device_used;
+    return true;
+}
+
+void sim_device_release(size_t bytes)
+{
+    sim.device_used -= bytes;
+}
+
+double sim_ms_between(const struct timespec *from, const struct timespec *to)
+{
+    return (double)(to->tv_sec - from->tv_sec) * 1e3 + (double)(to->tv_nsec - from->tv_nsec) / 1e6;
+}
+
+/* ---------------------------------------------------------------- init, fork, exit */
+
+CUresult sim_check_init(void)
+{
+    if (sim.forked_after_init || !sim.initialized)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    return CUDA_SUCCESS;
+}
+
+static void format_bytes(char *out, size_t size, uint64_t bytes)
+{
+    if (bytes >= (1ull << 30))
+        snprintf(out, size, "%.2f GiB", (double)bytes / (1ull << 30));
+    else
+        snprintf(out, size, "%.1f MiB", (double)bytes / (1ull << 20));
+}
+
+static void exit_summary(void)
+{
+    if (!sim.initialized || sim.forked_after_init || sim.config.log_level < 1)
+        return;
+    char in_use[32], peak[32], cap[32];
+    format_bytes(in_use, sizeof in_use, sim.device_used);
+    format_bytes(peak, sizeof peak, sim.device_peak);
+    format_bytes(cap, sizeof cap, sim.config.device_capacity);
+    sim_info("exit: device memory in use %zu bytes (%s) in %zu allocations, peak %s of %s",
+             sim.device_used, in_use, sim.live_device_allocations, peak, cap);
+    static const char *kind[3] = { "device", "host", "host-numa" };
+    for (int d = 0; d < 3; d++)
+        for (int s = 0; s < 3; s++)
+            if (sim.copy_bytes[d][s])
+                sim_info("exit: copied %s -> %s: %llu bytes", kind[s], kind[d],
+                         (unsigned long long)sim.copy_bytes[d][s]);
+    sim_info("exit: %llu kernel launches", (unsigned long long)sim.launches);
+}
+
+/* A child of a process that initialised the driver inherits no usable driver state:
+ * like the real driver, every call in it fails with CUDA_ERROR_NOT_INITIALIZED. */
+static void after_fork_in_child(void)
+{
+    if (sim.initialized)
+        sim.forked_after_init = true;
+    pthread_mutex_init(&sim.lock, NULL);
+}
+
+__attribute__((constructor)) static void sim_load(void)
+{
+    pthread_atfork(sim_lock, sim_unlock, after_fork_in_child);
+    atexit(exit_summary);
+}

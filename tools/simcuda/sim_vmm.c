@@ -1,0 +1,421 @@
+/* sim_vmm.c — the virtual memory management API: address reservations, physical
+ * allocations (cuMemCreate), mappings and access.
+ *
+ * The shape follows the real driver. A reservation is a PROT_NONE anonymous mapping.
+ * A physical allocation is a memfd (DEVICE memory counts against SIMCUDA_MEM; HOST_NUMA
+ * memory on a real host node gets that node as its shared memory policy). cuMemMap is
+ * mmap(MAP_FIXED | MAP_SHARED) of the memfd over part of a reservation, still PROT_NONE:
+ * cuMemSetAccess makes it readable and writable. cuMemUnmap puts the reservation's
+ * PROT_NONE mapping back. Two mappings of one handle share their bytes, as on a GPU. */
+#include <numa.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "tools/simcuda/sim_internal.h"
+
+static bool granular(uint64_t value)
+{
+    return value % SIM_GRANULARITY == 0;
+}
+
+static int protection_of(CUmemAccess_flags access)
+{
+    switch (access) {
+    case CU_MEM_ACCESS_FLAGS_PROT_READWRITE: return PROT_READ | PROT_WRITE;
+    case CU_MEM_ACCESS_FLAGS_PROT_READ: return PROT_READ;
+    default: return PROT_NONE;
+    }
+}
+
+/* Checks an allocation location; HOST_NUMA ids are the configured node list. */
+static CUresult location_check(const CUmemLocation *location)
+{
+    switch (location->type) {
+    case CU_MEM_LOCATION_TYPE_DEVICE:
+        return location->id == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+    case CU_MEM_LOCATION_TYPE_HOST:
+        return CUDA_SUCCESS;
+    case CU_MEM_LOCATION_TYPE_HOST_NUMA:
+        if (!sim.config.host_numa_vmm)
+            return CUDA_ERROR_NOT_SUPPORTED;
+        return sim_config_numa_node_ok(&sim.config, location->id) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    case CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT:
+        return sim.config.host_numa_vmm ? CUDA_SUCCESS : CUDA_ERROR_NOT_SUPPORTED;
+    default:
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+}
+
+/* ---------------------------------------------------------------- reservations */
+
+SIM_EXPORT CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr,
+                                        unsigned long long flags)
+{
+    CUresult result = sim_check_init();
+    if (result != CUDA_SUCCESS)
+        return result;
+    if (!ptr || size == 0 || !granular(size) || flags != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (alignment == 0)
+        alignment = SIM_GRANULARITY;
+    if ((alignment & (alignment - 1)) != 0 || !granular(alignment) || size > SIZE_MAX - alignment)
+        return CUDA_ERROR_INVALID_VALUE;
+    sim_region *reservation = calloc(1, sizeof *reservation);
+    if (!reservation)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+
+    const int map_flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
+    void *base = MAP_FAILED;
+    if (addr != 0 && addr % alignment == 0) /* the address is a hint */
+        base = mmap((void *)addr, size, PROT_NONE, map_flags | MAP_FIXED_NOREPLACE, -1, 0);
+    if (base == MAP_FAILED) {
+        /* Over-reserve, then trim to the alignment. */
+        char *raw = mmap(NULL, size + alignment, PROT_NONE, map_flags, -1, 0);
+        if (raw == MAP_FAILED) {
+            free(reservation);
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        }
+        uintptr_t aligned = ((uintptr_t)raw + alignment - 1) & ~(uintptr_t)(alignment - 1);
+        if (aligned > (uintptr_t)raw)
+            munmap(raw, aligned - (uintptr_t)raw);
+        size_t tail = (uintptr_t)raw + size + alignment - (aligned + size);
+        if (tail)
+            munmap((void *)(aligned + size), tail);
+        base = (void *)aligned;
+    }
+    reservation->base = (uintptr_t)base;
+    reservation->size = reservation->backing_size = size;
+    reservation->kind = REGION_RESERVATION;
+    reservation->id = ++sim.next_id;
+    sim_lock();
+    sim_region_insert(TREE_RESERVATIONS, reservation);
+    sim_unlock();
+    *ptr = (CUdeviceptr)base;
+    return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
+{
+    CUresult result = sim_check_init();
+    if (result != CUDA_SUCCESS)
+        return result;
+    sim_lock();
+    sim_region *reservation = sim_region_find(TREE_RESERVATIONS, (uintptr_t)ptr);
+    if (!reservation || reservation->base != (uintptr_t)ptr || reservation->size != size) {
+        result = CUDA_ERROR_INVALID_VALUE;
+    } else if (reservation->mapping_count > 0) {
+        sim_log("cuMemAddressFree: %d mappings are still live in the range at %#lx; unmap them first",
+                reservation->mapping_count, (unsigned long)ptr);
+        result = CUDA_ERROR_INVALID_VALUE;
+    } else {
+        sim_region_delete(TREE_RESERVATIONS, reservation);
+        munmap((void *)reservation->base, reservation->size);
+        free(reservation);
+    }
+    sim_unlock();
+    return result;
+}
+
+/* ---------------------------------------------------------------- physical allocations */
+
+static void bind_to_node(int fd, size_t size, int node)
+{
+    if (numa_available() < 0 || node > numa_max_node() ||
+        !numa_bitmask_isbitset(numa_all_nodes_ptr, (unsigned)node))
+        return; /* an emulated node (SIMCUDA_NUMA_NODES): nothing to bind */
+    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED)
+        return;
+    numa_tonode_memory(p, size, node); /* the policy stays with the shared object */
+    munmap(p, size);
+}
+
+SIM_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, const CUmemAllocationProp *prop,
+                                unsigned long long flags)
+{
+    CUresult result = sim_check_init();
+    if (result != CUDA_SUCCESS)
+        return result;
+    if (!handle || !prop || size == 0 || !granular(size) || flags != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (prop->type != CU_MEM_ALLOCATION_TYPE_PINNED)
+        return CUDA_ERROR_INVALID_VALUE;
+    if ((result = location_check(&prop->location)) != CUDA_SUCCESS)
+        return result;
+    if (prop->requestedHandleTypes != CU_MEM_HANDLE_TYPE_NONE)
+        return sim_not_supported("cuMemCreate with shareable handle types");
+
+    sim_phys *phys = calloc(1, sizeof *phys);
+    if (!phys)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    phys->prop = *prop;
+    phys->size = size;
+    phys->handle_refs = 1;
+    bool device = prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE;
+    if (device) {
+        sim_lock();
+        bool fits = sim_device_reserve(size);
+        sim_unlock();
+        if (!fits) {
+            free(phys);
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        }
+    }
+    char name[48];
+    snprintf(name, sizeof name, "simcuda-%s%d", device ? "device" : "host", prop->location.id);
+    phys->fd = memfd_create(name, MFD_CLOEXEC);
+    if (phys->fd < 0 || ftruncate(phys->fd, (off_t)size) != 0) {
+        if (phys->fd >= 0)
+            close(phys->fd);
+        if (device) {
+            sim_lock();
+            sim_device_release(size);
+            sim_unlock();
+        }
+        free(phys);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    if (prop->location.type == CU_MEM_LOCATION_TYPE_HOST_NUMA)
+        bind_to_node(phys->fd, size, prop->location.id);
+    sim_lock();
+    sim_object_add(&phys->obj, SIM_PHYS);
+    sim_unlock();
+    *handle = (CUmemGenericAllocationHandle)(uintptr_t)phys;
+    return CUDA_SUCCESS;
+}
+
+/* Lock held: frees the physical memory once no handle and no mapping refers to it. */
+static void phys_maybe_destroy(sim_phys *phys)
+{
+    if (phys->handle_refs > 0 || phys->mapping_refs > 0)
+        return;
+    sim_object_remove(&phys->obj);
+    if (phys->prop.location.type == CU_MEM_LOCATION_TYPE_DEVICE)
+        sim_device_release(phys->size);
+    close(phys->fd);
+    free(phys);
+}
+
+static sim_phys *phys_find(CUmemGenericAllocationHandle handle)
+{
+    return sim_object_find((const void *)(uintptr_t)handle, SIM_PHYS);
+}
+
+SIM_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
+{
+    CUresult result = sim_check_init();
+    if (result != CUDA_SUCCESS)
+        return result;
+    sim_lock();
+    sim_phys *phys = phys_find(handle);
+    if (!phys || phys->handle_refs == 0) {
+        result = CUDA_ERROR_INVALID_VALUE;
+    } else {
+        phys->handle_refs--;
+        phys_maybe_destroy(phys);
+    }
+    sim_unlock();
+    return result;
+}
+
+SIM_EXPORT CUresult cuMemGetAllocationGranularity(size_t *granularity, const CUmemAllocationProp *prop,
+                                                  CUmemAllocationGranularity_flags option)
+{
+    CUresult result = sim_check_init();
+    if (result != CUDA_SUCCESS)
+        return result;
+    if (!granularity || !prop)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (option != CU_MEM_ALLOC_GRANULARITY_MINIMUM && option != CU_MEM_ALLOC_GRANULARITY_RECOMMENDED)
+        return CUDA_ERROR_INVALID_VALUE;
+    if ((result = location_check(&prop->location)) != CUDA_SUCCESS)
+        return result;
+    *granularity = SIM_GRANULARITY;
+    return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp *prop,
+                                                           CUmemGenericAllocationHandle handle)
+{
+    CUresult result = sim_check_init();
+    if (result != CUDA_SUCCESS)
+        return result;
+    if (!prop)
+        return CUDA_ERROR_INVALID_VALUE;
+    sim_lock();
+    sim_phys *phys = phys_find(handle);
+    if (phys)
+        *prop = phys->prop;
+    sim_unlock();
+    return phys ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+SIM_EXPORT CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *handle, void *addr)
+{
+    CUresult result = sim_check_init();
+    if (result != CUDA_SUCCESS)
+        return result;
+    if (!handle)
+        return CUDA_ERROR_INVALID_VALUE;
+    sim_lock();
+    sim_region *mapping = sim_region_find(TREE_REGIONS, (uintptr_t)addr);
+    if (!mapping || mapping->kind != REGION_MAPPING) {
+        result = CUDA_ERROR_INVALID_VALUE;
+    } else {
+        mapping->phys->handle_refs++;
+        *handle = (CUmemGenericAllocationHandle)(uintptr_t)mapping->phys;
+    }
+    sim_unlock();
+    return result;
+}
+
+/* ---------------------------------------------------------------- mappings */
+
+SIM_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
+                             unsigned long long flags)
+{
+    CUresult result = sim_check_init();
+    if (result != CUDA_SUCCESS)
+        return result;
+    if (size == 0 || !granular(ptr) || !granular(size) || offset != 0 || flags != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    sim_region *mapping = calloc(1, sizeof *mapping);
+    if (!mapping)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    sim_lock();
+    sim_phys *phys = phys_find(handle);
+    sim_region *reservation = sim_region_find(TREE_RESERVATIONS, (uintptr_t)ptr);
+    if (!phys || phys->handle_refs == 0 || size > phys->size) {
+        result = CUDA_ERROR_INVALID_VALUE;
+    } else if (!reservation || (uintptr_t)ptr + size > reservation->base + reservation->size ||
+               (uintptr_t)ptr + size < (uintptr_t)ptr) {
+        result = CUDA_ERROR_INVALID_VALUE; /* outside any reservation */
+    } else if (sim_region_overlap(TREE_REGIONS, (uintptr_t)ptr, size)) {
+        result = CUDA_ERROR_INVALID_VALUE; /* part of the range is already mapped */
+    } else if (mmap((void *)ptr, size, PROT_NONE, MAP_SHARED | MAP_FIXED, phys->fd, (off_t)offset) == MAP_FAILED) {
+        result = CUDA_ERROR_OUT_OF_MEMORY;
+    } else {
+        mapping->base = (uintptr_t)ptr;
+        mapping->size = mapping->backing_size = size;
+        mapping->kind = REGION_MAPPING;
+        mapping->phys = phys;
+        mapping->access = CU_MEM_ACCESS_FLAGS_PROT_NONE;
+        mapping->id = ++sim.next_id;
+        sim_region_insert(TREE_REGIONS, mapping);
+        phys->mapping_refs++;
+        reservation->mapping_count++;
+        mapping = NULL;
+    }
+    sim_unlock();
+    free(mapping);
+    return result;
+}
+
+/* Lock held: the mappings that exactly tile [ptr, ptr + size), or an error. */
+static CUresult whole_mappings(uintptr_t ptr, size_t size, sim_region **first_out, int *count_out)
+{
+    int count = 0;
+    uintptr_t end = ptr + size;
+    if (end < ptr)
+        return CUDA_ERROR_INVALID_VALUE;
+    for (uintptr_t at = ptr; at < end;) {
+        sim_region *mapping = sim_region_find(TREE_REGIONS, at);
+        if (!mapping || mapping->kind != REGION_MAPPING || mapping->base != at ||
+            mapping->base + mapping->size > end)
+            return CUDA_ERROR_INVALID_VALUE;
+        if (count == 0 && first_out)
+            *first_out = mapping;
+        count++;
+        at = mapping->base + mapping->size;
+    }
+    *count_out = count;
+    return count > 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+SIM_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
+{
+    CUresult result = sim_check_init();
+    if (result != CUDA_SUCCESS)
+        return result;
+    if (size == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    sim_lock();
+    int count;
+    result = whole_mappings((uintptr_t)ptr, size, NULL, &count);
+    for (uintptr_t at = ptr; result == CUDA_SUCCESS && at < (uintptr_t)ptr + size;) {
+        sim_region *mapping = sim_region_find(TREE_REGIONS, at);
+        sim_region *reservation = sim_region_find(TREE_RESERVATIONS, at);
+        at = mapping->base + mapping->size;
+        /* Put the reservation's inaccessible placeholder back over the range. */
+        mmap((void *)mapping->base, mapping->size, PROT_NONE,
+             MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+        sim_region_delete(TREE_REGIONS, mapping);
+        reservation->mapping_count--;
+        mapping->phys->mapping_refs--;
+        phys_maybe_destroy(mapping->phys);
+        free(mapping);
+    }
+    sim_unlock();
+    return result;
+}
+
+SIM_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc, size_t count)
+{
+    CUresult result = sim_check_init();
+    if (result != CUDA_SUCCESS)
+        return result;
+    if (!desc || count == 0 || size == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUmemAccess_flags device_access = CU_MEM_ACCESS_FLAGS_PROT_NONE;
+    bool device_named = false;
+    for (size_t i = 0; i < count; i++) {
+        if (desc[i].flags != CU_MEM_ACCESS_FLAGS_PROT_NONE && desc[i].flags != CU_MEM_ACCESS_FLAGS_PROT_READ &&
+            desc[i].flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
+            return CUDA_ERROR_INVALID_VALUE;
+        if (desc[i].location.type == CU_MEM_LOCATION_TYPE_DEVICE) {
+            if (desc[i].location.id != 0)
+                return CUDA_ERROR_INVALID_DEVICE;
+            device_access = desc[i].flags;
+            device_named = true;
+        } else if (desc[i].location.type != CU_MEM_LOCATION_TYPE_HOST &&
+                   desc[i].location.type != CU_MEM_LOCATION_TYPE_HOST_NUMA) {
+            return CUDA_ERROR_INVALID_VALUE;
+        }
+    }
+    sim_lock();
+    int mappings;
+    result = whole_mappings((uintptr_t)ptr, size, NULL, &mappings);
+    for (uintptr_t at = ptr; result == CUDA_SUCCESS && device_named && at < (uintptr_t)ptr + size;) {
+        sim_region *mapping = sim_region_find(TREE_REGIONS, at);
+        at = mapping->base + mapping->size;
+        if (mprotect((void *)mapping->base, mapping->size, protection_of(device_access)) != 0)
+            result = CUDA_ERROR_UNKNOWN;
+        else
+            mapping->access = device_access;
+    }
+    sim_unlock();
+    return result;
+}
+
+SIM_EXPORT CUresult cuMemGetAccess(unsigned long long *flags, const CUmemLocation *location, CUdeviceptr ptr)
+{
+    CUresult result = sim_check_init();
+    if (result != CUDA_SUCCESS)
+        return result;
+    if (!flags || !location)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (location->type != CU_MEM_LOCATION_TYPE_DEVICE)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (location->id != 0)
+        return CUDA_ERROR_INVALID_DEVICE;
+    sim_lock();
+    sim_region *mapping = sim_region_find(TREE_REGIONS, (uintptr_t)ptr);
+    if (!mapping || mapping->kind != REGION_MAPPING)
+        result = CUDA_ERROR_INVALID_VALUE;
+    else
+        *flags = mapping->access;
+    sim_unlock();
+    return result;
+}
