@@ -20,6 +20,7 @@
 #define TM_FP8_H
 
 #include <stdint.h>
+#include <string.h>
 #ifndef __CUDACC__
 #include <math.h>
 #endif
@@ -37,8 +38,9 @@ TM_FP8_FN uint32_t tm_f32_bits(float x) {
 #ifdef __CUDA_ARCH__
     return __float_as_uint(x);
 #else
-    union { float f; uint32_t u; } v = {x};
-    return v.u;
+    uint32_t u; /* memcpy, not a union: GCC vectorises loops over it */
+    memcpy(&u, &x, sizeof u);
+    return u;
 #endif
 }
 
@@ -46,8 +48,9 @@ TM_FP8_FN float tm_bits_f32(uint32_t u) {
 #ifdef __CUDA_ARCH__
     return __uint_as_float(u);
 #else
-    union { uint32_t u; float f; } v = {u};
-    return v.f;
+    float x;
+    memcpy(&x, &u, sizeof x);
+    return x;
 #endif
 }
 
@@ -79,20 +82,26 @@ TM_FP8_FN uint8_t tm_fp8_encode(float x, int man_bits, int bias, uint32_t max_co
 TM_FP8_FN uint8_t tm_fp8_e4m3_from_f32(float x) { return tm_fp8_encode(x, 3, 7, 0x7e, 0x7f); }
 TM_FP8_FN uint8_t tm_fp8_e5m2_from_f32(float x) { return tm_fp8_encode(x, 2, 15, 0x7b, 0x7f); }
 
+/* Decoders are branch-free (selects only) so that C loops over them vectorise. */
 TM_FP8_FN float tm_fp8_e4m3_to_f32(uint8_t q) {
     uint32_t sign = (uint32_t)(q & 0x80u) << 24;
     uint32_t e = (q >> 3) & 0xfu, m = q & 7u;
-    if ((q & 0x7fu) == 0x7fu) return tm_bits_f32(sign | 0x7fc00000u);
-    if (e == 0) return tm_bits_f32(sign | tm_f32_bits((float)m * 0x1p-9f));
-    return tm_bits_f32(sign | ((e + 120u) << 23) | (m << 20));
+    uint32_t normal = ((e + 120u) << 23) | (m << 20);
+    uint32_t subnormal = tm_f32_bits((float)m * 0x1p-9f); /* m * 2^-9, exact */
+    uint32_t mag = e == 0 ? subnormal : normal;
+    mag = (q & 0x7fu) == 0x7fu ? 0x7fc00000u : mag;
+    return tm_bits_f32(sign | mag);
 }
 
 TM_FP8_FN float tm_fp8_e5m2_to_f32(uint8_t q) {
     uint32_t sign = (uint32_t)(q & 0x80u) << 24;
     uint32_t e = (q >> 2) & 0x1fu, m = q & 3u;
-    if (e == 31) return tm_bits_f32(sign | 0x7f800000u | (m ? 0x400000u : 0u));
-    if (e == 0) return tm_bits_f32(sign | tm_f32_bits((float)m * 0x1p-16f));
-    return tm_bits_f32(sign | ((e + 112u) << 23) | (m << 21));
+    uint32_t normal = ((e + 112u) << 23) | (m << 21);
+    uint32_t subnormal = tm_f32_bits((float)m * 0x1p-16f); /* m * 2^-16, exact */
+    uint32_t special = 0x7f800000u | (m ? 0x400000u : 0u);  /* inf, or quiet NaN */
+    uint32_t mag = e == 0 ? subnormal : normal;
+    mag = e == 31 ? special : mag;
+    return tm_bits_f32(sign | mag);
 }
 
 #endif /* TM_FP8_H */

@@ -22,7 +22,8 @@
  *                                     matvec and matmul share arguments, not geometry)
  *   tm_check_F(&args)                 NULL when the arguments are valid, otherwise a
  *                                     message naming what is wrong (call it before
- *                                     launching: the CUDA kernels do not check)
+ *                                     launching: the CUDA kernels do not check;
+ *                                     embed and matmul also take the weight type)
  *
  * A launch from the engine, by way of example:
  *   struct tm_args_rmsnorm a = { .out = ..., .x = ..., .weight = ..., .n_rows = n,
@@ -463,10 +464,14 @@ static inline struct tm_geom tm_geom_single(const struct tm_args_set_threads *a)
 /* Argument checks: NULL when valid, else what is wrong                                */
 /* ---------------------------------------------------------------------------------- */
 
-static inline const char *tm_check_embed(const struct tm_args_embed *a) {
+/* wtype: the weight type of the kernel about to be launched (Q8_0 needs dim % 32 == 0). */
+static inline const char *tm_check_embed(const struct tm_args_embed *a, int32_t wtype) {
     if (!a->out || !a->table || !a->ids) return "embed: NULL pointer";
     if (a->n_tokens < 0 || a->dim <= 0 || a->vocab <= 0)
         return "embed: n_tokens must be >= 0, dim and vocab > 0";
+    if (tm_wtype_row_bytes(wtype, a->dim) == 0)
+        return wtype == TM_WTYPE_Q8_0 ? "embed: Q8_0 rows need dim a multiple of 32"
+                                      : "embed: unsupported weight type";
     return NULL;
 }
 static inline const char *tm_check_rmsnorm(const struct tm_args_rmsnorm *a) {
