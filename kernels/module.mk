@@ -41,4 +41,4 @@ $(KERNELS_FATBIN_OBJ): kernels/fatbin_embed.S
 endif
 
 LIBS += $(KERNELS_LIB) $(KERNELS_FATBIN_OBJ)
-INSTALL_FILES += $(KERNELS_LIB):lib/libtiermem-kernels.so
+INSTALL_FILES += $(KERNELS_LIB):lib/tiermem/libtiermem-kernels.so

@@ -1,0 +1,21 @@
+/* rope.cu — tm_rope: rotary position embedding on adjacent pairs (2i, 2i+1), in place.
+ *
+ * Layout: x [n_tokens][row_stride], heads [n_heads][head_dim] from each row's start;
+ * pairs i < rot_dim / 2 turn by pos[t] * base^(-2i / rot_dim), in double as the twin
+ * does (see rope.c). Parallelisation: one block per token (128 threads); threads take
+ * (head, pair) items.
+ */
+extern "C" __global__ void tm_rope(TM_DECLARE_PARAMS(rope)) {
+    (void)n_tokens;
+    int32_t t = blockIdx.x, half = rot_dim / 2;
+    float *xt = x + (int64_t)t * row_stride;
+    for (int32_t item = threadIdx.x; item < n_heads * half; item += blockDim.x) {
+        int32_t h = item / half, i = item % half;
+        double angle = (double)pos[t] * pow((double)base, -2.0 * i / rot_dim);
+        float c = (float)cos(angle), s = (float)sin(angle);
+        float *p = xt + (int64_t)h * head_dim + 2 * i;
+        float x0 = p[0], x1 = p[1];
+        p[0] = x0 * c - x1 * s;
+        p[1] = x0 * s + x1 * c;
+    }
+}
