@@ -1,0 +1,305 @@
+/* cli.c — tiermem-llm: the command line, and the order things happen in a run. */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/driver.h"
+#include "engine/generate.h"
+#include "engine/gguf.h"
+#include "engine/model.h"
+#include "engine/model_config.h"
+#include "engine/tokenizer.h"
+
+#define MIB(x) ((double)(x) / 1048576.0)
+#define PREFILL_CHUNK 128       /* prompt tokens per prefill pass */
+#define CALIBRATION_TOKENS 16   /* one matvec-sized pass */
+
+typedef struct cli_options {
+    const char *model_path, *prompt, *prompts_file, *dump_logits, *driver;
+    int32_t n_predict, top_k, block_size, ctx, threads;
+    float temperature, top_p;
+    double gpu_util;
+    int64_t kv_blocks;
+    uint64_t seed;
+    int32_t kv_dtype;
+    bool verbose;
+} cli_options;
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+        "usage: tiermem-llm -m MODEL.gguf (-p PROMPT | --prompts-file F) [options]\n"
+        "  -n N                      tokens to generate per prompt (default 64)\n"
+        "  --temp T                  temperature; 0 is greedy (default 0)\n"
+        "  --top-k K                 sample among the K most likely (default 40; 0: all)\n"
+        "  --top-p P                 nucleus sampling mass (default 0.95)\n"
+        "  --seed S                  sampling seed (default 1)\n"
+        "  --kv-dtype D              f32, f16, fp8_e4m3 (default) or fp8_e5m2\n"
+        "  --block-size B            tokens per KV block (default 16)\n"
+        "  --kv-blocks N             KV pool of exactly N blocks (default: sized from free memory)\n"
+        "  --gpu-memory-utilization F  fraction of free device memory for the KV pool (default 0.9)\n"
+        "  --ctx N                   context length per sequence (default: the model's)\n"
+        "  --prompts-file F          one prompt per line, run as concurrent sequences\n"
+        "  --threads N               CPU threads of the host kernels (simcuda)\n"
+        "  --dump-logits FILE        write every step's logits: \"step seq logit0 logit1 ...\"\n"
+        "  --driver PATH             CUDA driver library (default libcuda.so.1)\n"
+        "  -v                        more detail on stderr (device, ids)\n");
+}
+
+static int parse_long(const char *opt, const char *s, long long lo, long long hi, long long *out)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi) {
+        fprintf(stderr, "error: %s expects an integer from %lld to %lld, got '%s'\n", opt, lo, hi, s);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static int parse_double(const char *opt, const char *s, double lo, double hi, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !(v >= lo && v <= hi)) {
+        fprintf(stderr, "error: %s expects a number from %g to %g, got '%s'\n", opt, lo, hi, s);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static int parse_args(int argc, char **argv, cli_options *o)
+{
+    *o = (cli_options){.n_predict = 64, .top_k = 40, .block_size = 16, .temperature = 0.0f, .top_p = 0.95f,
+                       .gpu_util = 0.9, .seed = 1, .kv_dtype = TM_KV_FP8_E4M3};
+    enum { O_TEMP = 256, O_TOPK, O_TOPP, O_SEED, O_KVD, O_BS, O_CTX, O_PF, O_THR, O_DUMP, O_DRV, O_KVB, O_UTIL };
+    static const struct option opts[] = {
+        {"model", 1, 0, 'm'}, {"prompt", 1, 0, 'p'}, {"temp", 1, 0, O_TEMP}, {"top-k", 1, 0, O_TOPK},
+        {"top-p", 1, 0, O_TOPP}, {"seed", 1, 0, O_SEED}, {"kv-dtype", 1, 0, O_KVD}, {"block-size", 1, 0, O_BS},
+        {"ctx", 1, 0, O_CTX}, {"prompts-file", 1, 0, O_PF}, {"threads", 1, 0, O_THR},
+        {"dump-logits", 1, 0, O_DUMP}, {"driver", 1, 0, O_DRV}, {"kv-blocks", 1, 0, O_KVB},
+        {"gpu-memory-utilization", 1, 0, O_UTIL}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+    int c;
+    long long v;
+    double d;
+    while ((c = getopt_long(argc, argv, "m:p:n:vh", opts, NULL)) != -1) {
+        switch (c) {
+        case 'm': o->model_path = optarg; break;
+        case 'p': o->prompt = optarg; break;
+        case 'n': if (parse_long("-n", optarg, 0, 1 << 24, &v)) return -1; o->n_predict = (int32_t)v; break;
+        case 'v': o->verbose = true; break;
+        case O_TEMP: if (parse_double("--temp", optarg, 0, 100, &d)) return -1; o->temperature = (float)d; break;
+        case O_TOPK: if (parse_long("--top-k", optarg, 0, INT32_MAX, &v)) return -1; o->top_k = (int32_t)v; break;
+        case O_TOPP: if (parse_double("--top-p", optarg, 0, 1, &d)) return -1; o->top_p = (float)d; break;
+        case O_SEED: if (parse_long("--seed", optarg, 0, INT64_MAX, &v)) return -1; o->seed = (uint64_t)v; break;
+        case O_KVD:
+            if (kv_dtype_parse(optarg, &o->kv_dtype)) {
+                fprintf(stderr, "error: --kv-dtype must be f32, f16, fp8_e4m3 or fp8_e5m2, got '%s'\n", optarg);
+                return -1;
+            }
+            break;
+        case O_BS: if (parse_long("--block-size", optarg, 1, 4096, &v)) return -1; o->block_size = (int32_t)v; break;
+        case O_CTX: if (parse_long("--ctx", optarg, 1, 1 << 24, &v)) return -1; o->ctx = (int32_t)v; break;
+        case O_PF: o->prompts_file = optarg; break;
+        case O_THR: if (parse_long("--threads", optarg, 1, 4096, &v)) return -1; o->threads = (int32_t)v; break;
+        case O_DUMP: o->dump_logits = optarg; break;
+        case O_DRV: o->driver = optarg; break;
+        case O_KVB: if (parse_long("--kv-blocks", optarg, 1, INT32_MAX, &v)) return -1; o->kv_blocks = v; break;
+        case O_UTIL: if (parse_double("--gpu-memory-utilization", optarg, 0.001, 1, &o->gpu_util)) return -1; break;
+        case 'h': usage(stdout); exit(0);
+        default: usage(stderr); return -1;
+        }
+    }
+    if (optind != argc) {
+        fprintf(stderr, "error: unexpected argument '%s'\n", argv[optind]);
+        return -1;
+    }
+    if (!o->model_path || (!o->prompt == !o->prompts_file)) {
+        fprintf(stderr, "error: give -m MODEL and exactly one of -p PROMPT or --prompts-file FILE\n");
+        usage(stderr);
+        return -1;
+    }
+    return 0;
+}
+
+/* One prompt per non-empty line. */
+static int read_prompts(const char *path, char ***prompts, int32_t *n)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "error: cannot open prompts file '%s': %s\n", path, strerror(errno));
+        return -1;
+    }
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    *prompts = NULL;
+    *n = 0;
+    while ((len = getline(&line, &cap, f)) >= 0) {
+        while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r')) line[--len] = 0;
+        if (len == 0) continue;
+        char **grown = realloc(*prompts, (size_t)(*n + 1) * sizeof **prompts);
+        if (!grown || !(grown[*n] = strdup(line))) {
+            free(grown ? grown : *prompts);
+            free(line);
+            fclose(f);
+            fprintf(stderr, "error: out of host memory\n");
+            return -1;
+        }
+        *prompts = grown;
+        (*n)++;
+    }
+    free(line);
+    fclose(f);
+    if (*n == 0) {
+        fprintf(stderr, "error: prompts file '%s' has no prompts\n", path);
+        return -1;
+    }
+    return 0;
+}
+
+/* ----------------------------------------------------------------------------
+ * A run */
+
+int main(int argc, char **argv)
+{
+    cli_options o;
+    if (parse_args(argc, argv, &o)) return 2;
+
+    char **prompts = NULL;
+    int32_t n_prompts = 1, **ids = NULL, *n_ids = NULL;
+    char err[TM_ERR_MAX];
+    gguf_file f = {0};
+    tokenizer tok = {0};
+    llama_config cfg;
+    tm_driver drv = {0};
+    tm_model m = {0};
+    FILE *dump = NULL;
+    int rc = 1;
+    bool model_loaded = false, driver_open = false;
+
+    if (o.prompts_file) {
+        if (read_prompts(o.prompts_file, &prompts, &n_prompts)) return 1;
+    } else {
+        prompts = malloc(sizeof *prompts);
+        if (!prompts || !(prompts[0] = strdup(o.prompt))) return 1;
+    }
+
+    /* the file: everything about it is checked before the device is touched */
+    if (gguf_open(o.model_path, &f, err)) {
+        fprintf(stderr, "error: %s\n", err);
+        goto out;
+    }
+    if (llama_config_load(&cfg, &f, err) || weights_check(&f, &cfg, err, sizeof err) ||
+        tokenizer_load(&tok, &f, err)) {
+        fprintf(stderr, "error: %s: %s\n", o.model_path, err);
+        goto out;
+    }
+    if (generate_tokenize(&tok, prompts, n_prompts, &ids, &n_ids, err, sizeof err)) {
+        fprintf(stderr, "error: %s\n", err);
+        goto out;
+    }
+    int32_t ctx = o.ctx ? o.ctx : cfg.ctx_train, longest = 0;
+    for (int32_t i = 0; i < n_prompts; i++) {
+        if ((int64_t)n_ids[i] + o.n_predict > ctx) {
+            fprintf(stderr, "error: prompt %d has %d tokens; with -n %d that is %" PRId64 " positions, past the "
+                    "context of %d (--ctx)\n", i + 1, n_ids[i], o.n_predict, (int64_t)n_ids[i] + o.n_predict, ctx);
+            goto out;
+        }
+        if (n_ids[i] > longest) longest = n_ids[i];
+    }
+    if (o.dump_logits && !(dump = fopen(o.dump_logits, "w"))) {
+        fprintf(stderr, "error: cannot create '%s': %s\n", o.dump_logits, strerror(errno));
+        goto out;
+    }
+
+    /* the device */
+    if (o.threads) {
+        char n[16];
+        snprintf(n, sizeof n, "%d", o.threads);
+        setenv("OMP_NUM_THREADS", n, 1); /* read by the host kernels when their module loads */
+    }
+    tm_driver_options dopt = {o.driver, o.verbose};
+    if (tm_driver_open(&drv, &dopt, err, sizeof err)) {
+        fprintf(stderr, "error: %s\n", err);
+        goto out;
+    }
+    driver_open = true;
+    if (tm_driver_load_kernels(&drv, err, sizeof err)) {
+        fprintf(stderr, "error: %s\n", err);
+        goto out;
+    }
+    if (o.verbose)
+        fprintf(stderr, "tiermem-llm: kernels from %s\n", drv.module_path);
+
+    int32_t max_tokens = longest < PREFILL_CHUNK ? longest : PREFILL_CHUNK;
+    if (max_tokens < n_prompts) max_tokens = n_prompts;
+    if (max_tokens < CALIBRATION_TOKENS) max_tokens = CALIBRATION_TOKENS;
+    model_options mopt = {max_tokens, ctx, {o.kv_dtype, o.block_size, o.kv_blocks, o.gpu_util, 0}};
+    m.cfg = cfg;
+    if (model_load(&m, &drv, &f, &mopt)) {
+        fprintf(stderr, "error: %s\n", m.err);
+        goto out;
+    }
+    model_loaded = true;
+    const struct tm_kv_layout *L = &m.kv.layout;
+    fprintf(stderr, "tiermem-llm: kv pool: kv_blocks=%" PRId64 " kv_block_size=%d kv_tokens=%" PRId64
+            " kv_bytes=%" PRId64 " kv_dtype=%s (", L->n_blocks, L->block_size, L->n_blocks * L->block_size,
+            m.kv.bytes, kv_dtype_name(L->dtype));
+    if (m.kv.utilization > 0)
+        fprintf(stderr, "%.2f of %.1f MiB free after weights)\n", m.kv.utilization, MIB(m.kv.free_before));
+    else
+        fprintf(stderr, "--kv-blocks)\n");
+
+    if (o.kv_dtype == TM_KV_FP8_E4M3) {
+        int32_t cal[CALIBRATION_TOKENS];
+        int64_t n_cal = tokenizer_encode(&tok, generate_calibration_text, tok.add_bos, cal, CALIBRATION_TOKENS);
+        if (n_cal > CALIBRATION_TOKENS) n_cal = CALIBRATION_TOKENS;
+        if (n_cal <= 0 || model_calibrate_kv(&m, cal, (int32_t)n_cal)) {
+            fprintf(stderr, "error: calibrating the fp8 KV scales: %s\n", n_cal <= 0 ? "no tokens" : m.err);
+            goto out;
+        }
+        if (o.verbose)
+            for (int32_t l = 0; l < cfg.n_layers; l++)
+                fprintf(stderr, "tiermem-llm: layer %d kv scales: k %.6g v %.6g\n", l, m.kv.scales[l].k,
+                        m.kv.scales[l].v);
+    }
+
+    generate_options gopt = {prompts, n_prompts, o.n_predict, o.temperature, o.top_k, o.top_p, o.seed,
+                             n_prompts == 1, o.verbose, dump};
+    generate_stats st;
+    if (generate_run(&m, &tok, &gopt, ids, n_ids, &st)) {
+        fflush(stdout);
+        fprintf(stderr, "\nerror: %s\n", m.err);
+        goto out;
+    }
+    fprintf(stderr, "tiermem-llm: summary: sequences=%d prompt_tokens=%" PRId64 " generated_tokens=%" PRId64
+            " prefill_tok_s=%.1f decode_tok_s=%.1f weight_bytes=%" PRId64 " kv_bytes=%" PRId64 " kv_blocks=%" PRId64
+            " kv_dtype=%s\n", n_prompts, st.prompt_tokens, st.generated_tokens,
+            st.prefill_seconds > 0 ? st.prompt_tokens / st.prefill_seconds : 0.0,
+            st.decode_seconds > 0 ? st.decode_tokens / st.decode_seconds : 0.0, m.w.bytes, m.kv.bytes,
+            L->n_blocks, kv_dtype_name(L->dtype));
+    rc = 0;
+out:
+    if (dump && fclose(dump) != 0 && rc == 0) {
+        fprintf(stderr, "error: writing '%s' failed\n", o.dump_logits);
+        rc = 1;
+    }
+    if (model_loaded || m.h_staging) model_free(&m);
+    if (driver_open) tm_driver_close(&drv);
+    for (int32_t i = 0; ids && i < n_prompts; i++) free(ids[i]);
+    free(ids);
+    free(n_ids);
+    tokenizer_free(&tok);
+    gguf_close(&f);
+    for (int32_t i = 0; prompts && i < n_prompts; i++) free(prompts[i]);
+    free(prompts);
+    return rc;
+}

@@ -1,0 +1,232 @@
+/* weights.c — validating and uploading the model's tensors. */
+#include "engine/weights.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MIB(x) ((double)(x) / 1048576.0)
+
+__attribute__((format(printf, 3, 4))) static int fail(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+/* ----------------------------------------------------------------------------
+ * The tensors of a llama model, in one list */
+
+typedef enum role { ROLE_MATRIX, ROLE_NORM } role;
+
+typedef struct tensor_spec {
+    char name[GGUF_MAX_NAME];
+    role role;
+    int64_t n_in, n_out;    /* a norm has n_out 1 */
+    bool optional;
+} tensor_spec;
+
+/* Fills specs (3 + 9 * n_layers entries) in upload order. */
+static int64_t list_tensors(const llama_config *c, tensor_spec *s)
+{
+    int64_t n = 0, q_dim = (int64_t)c->n_heads * c->head_dim, kv_dim = (int64_t)c->n_kv_heads * c->head_dim;
+#define SPEC(r, in, out, opt, ...) do { snprintf(s[n].name, GGUF_MAX_NAME, __VA_ARGS__); \
+        s[n].role = r; s[n].n_in = in; s[n].n_out = out; s[n].optional = opt; n++; } while (0)
+    SPEC(ROLE_MATRIX, c->dim, c->vocab, false, "token_embd.weight");
+    SPEC(ROLE_NORM, c->dim, 1, false, "output_norm.weight");
+    SPEC(ROLE_MATRIX, c->dim, c->vocab, true, "output.weight");
+    for (int32_t l = 0; l < c->n_layers; l++) {
+        SPEC(ROLE_NORM, c->dim, 1, false, "blk.%d.attn_norm.weight", l);
+        SPEC(ROLE_MATRIX, c->dim, q_dim, false, "blk.%d.attn_q.weight", l);
+        SPEC(ROLE_MATRIX, c->dim, kv_dim, false, "blk.%d.attn_k.weight", l);
+        SPEC(ROLE_MATRIX, c->dim, kv_dim, false, "blk.%d.attn_v.weight", l);
+        SPEC(ROLE_MATRIX, q_dim, c->dim, false, "blk.%d.attn_output.weight", l);
+        SPEC(ROLE_NORM, c->dim, 1, false, "blk.%d.ffn_norm.weight", l);
+        SPEC(ROLE_MATRIX, c->dim, c->ffn_dim, false, "blk.%d.ffn_gate.weight", l);
+        SPEC(ROLE_MATRIX, c->dim, c->ffn_dim, false, "blk.%d.ffn_up.weight", l);
+        SPEC(ROLE_MATRIX, c->ffn_dim, c->dim, false, "blk.%d.ffn_down.weight", l);
+    }
+#undef SPEC
+    return n;
+}
+
+static bool type_supported(ggml_type t)
+{
+    return t == GGML_TYPE_F32 || t == GGML_TYPE_F16 || t == GGML_TYPE_BF16 || t == GGML_TYPE_Q8_0;
+}
+
+static int check_one(const gguf_file *f, const tensor_spec *s, char *err, size_t errlen)
+{
+    const gguf_tensor *t = gguf_find_tensor(f, s->name);
+    if (!t) return s->optional ? 0 : fail(err, errlen, "tensor '%s' is missing", s->name);
+    if (!type_supported(t->type)) {
+        const char *name = ggml_type_name(t->type);
+        return fail(err, errlen, "tensor '%s' has type %s%s; tiermem-llm supports F32, F16, BF16 and Q8_0",
+                    s->name, name ? name : "unknown", name ? "" : " (unknown)");
+    }
+    int64_t want1 = s->role == ROLE_NORM ? 1 : s->n_out;
+    bool shape_ok = t->dims[0] == s->n_in && t->dims[1] == want1 && t->dims[2] == 1 && t->dims[3] == 1;
+    if (!shape_ok)
+        return fail(err, errlen, "tensor '%s' has shape [%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
+                    "], expected [%" PRId64 ", %" PRId64 "]", s->name, t->dims[0], t->dims[1], t->dims[2],
+                    t->dims[3], s->n_in, want1);
+    return 0;
+}
+
+int weights_check(const gguf_file *f, const llama_config *cfg, char *err, size_t errlen)
+{
+    tensor_spec *specs = calloc(3 + 9 * (size_t)cfg->n_layers, sizeof *specs);
+    if (!specs) return fail(err, errlen, "out of host memory");
+    int64_t n = list_tensors(cfg, specs);
+    int rc = 0;
+    for (int64_t i = 0; i < n && rc == 0; i++) rc = check_one(f, &specs[i], err, errlen);
+    free(specs);
+    return rc;
+}
+
+/* Norms go up as f32 whatever their stored type (the kernels read f32 norms). */
+static int64_t device_bytes(const gguf_tensor *t, role r)
+{
+    return r == ROLE_NORM ? t->dims[0] * 4 : (int64_t)t->n_bytes;
+}
+
+int64_t weights_bytes(const gguf_file *f, const llama_config *cfg)
+{
+    tensor_spec *specs = calloc(3 + 9 * (size_t)cfg->n_layers, sizeof *specs);
+    if (!specs) return -1;
+    int64_t n = list_tensors(cfg, specs), total = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const gguf_tensor *t = gguf_find_tensor(f, specs[i].name);
+        if (t) total += device_bytes(t, specs[i].role);
+    }
+    free(specs);
+    return total;
+}
+
+/* ----------------------------------------------------------------------------
+ * Upload */
+
+static float half_to_float(uint16_t h, bool bf16)
+{
+    uint32_t bits;
+    if (bf16) {
+        bits = (uint32_t)h << 16;
+    } else {
+        uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1F, man = h & 0x3FF;
+        if (exp == 0x1F) bits = sign | 0x7F800000 | man << 13;
+        else if (exp) bits = sign | (exp + 112) << 23 | man << 13;
+        else if (!man) bits = sign;
+        else { /* subnormal: normalise */
+            int e = -1;
+            do { man <<= 1; e++; } while (!(man & 0x400));
+            bits = sign | (uint32_t)(112 - e) << 23 | (man & 0x3FF) << 13;
+        }
+    }
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+/* A norm vector as f32 on the host (a copy when the file stores another type). */
+static const void *norm_as_f32(const gguf_tensor *t, float **owned)
+{
+    *owned = NULL;
+    if (t->type == GGML_TYPE_F32) return t->data;
+    if (t->type == GGML_TYPE_Q8_0) return NULL; /* not a sensible norm type */
+    float *v = malloc((size_t)t->dims[0] * sizeof *v);
+    if (!v) return NULL;
+    const uint8_t *src = t->data;
+    for (int64_t i = 0; i < t->dims[0]; i++) {
+        uint16_t h;
+        memcpy(&h, src + 2 * i, 2);
+        v[i] = half_to_float(h, t->type == GGML_TYPE_BF16);
+    }
+    *owned = v;
+    return v;
+}
+
+int weights_upload(model_weights *w, const tm_driver *drv, const gguf_file *f, const llama_config *cfg,
+                   char *err, size_t errlen)
+{
+    memset(w, 0, sizeof *w);
+    size_t max_specs = 3 + 9 * (size_t)cfg->n_layers;
+    tensor_spec *specs = calloc(max_specs, sizeof *specs);
+    w->layers = calloc((size_t)cfg->n_layers, sizeof *w->layers);
+    w->allocs = calloc(max_specs, sizeof *w->allocs);
+    w->n_layers = cfg->n_layers;
+    if (!specs || !w->layers || !w->allocs) {
+        free(specs);
+        weights_free(w, drv);
+        return fail(err, errlen, "out of host memory");
+    }
+    int64_t n = list_tensors(cfg, specs), need = weights_bytes(f, cfg);
+    int rc = 0;
+    for (int64_t i = 0; i < n && rc == 0; i++) {
+        const gguf_tensor *t = gguf_find_tensor(f, specs[i].name);
+        if (!t) continue; /* only output.weight may be absent (checked before) */
+        int64_t bytes = device_bytes(t, specs[i].role);
+        CUdeviceptr p = 0;
+        CUresult cr = drv->cuMemAlloc(&p, (size_t)bytes);
+        if (cr != CUDA_SUCCESS) {
+            rc = cr == CUDA_ERROR_OUT_OF_MEMORY
+                ? fail(err, errlen, "out of device memory while loading weights: need %.1f MiB, device has %.1f MiB "
+                       "total (cuMemAlloc: %s at tensor '%s', %.1f MiB, after %.1f MiB)", MIB(need),
+                       MIB(drv->device_total), tm_cu_name(drv, cr), t->name, MIB(bytes), MIB(w->bytes))
+                : fail(err, errlen, "cuMemAlloc of %.1f MiB for tensor '%s' failed: %s", MIB(bytes), t->name,
+                       tm_cu_name(drv, cr));
+            break;
+        }
+        w->allocs[w->n_allocs++] = p;
+        w->bytes += bytes;
+        float *owned = NULL;
+        const void *src = specs[i].role == ROLE_NORM ? norm_as_f32(t, &owned) : t->data;
+        cr = src ? drv->cuMemcpyHtoD(p, src, (size_t)bytes) : CUDA_ERROR_INVALID_VALUE;
+        free(owned);
+        if (cr != CUDA_SUCCESS) {
+            rc = fail(err, errlen, "copying tensor '%s' to the device failed: %s", t->name,
+                      src ? tm_cu_name(drv, cr) : "norm of an unsupported type");
+            break;
+        }
+        dev_matrix m = {p, (int32_t)t->type, (int32_t)specs[i].n_in, (int32_t)specs[i].n_out};
+        /* route the allocation to its field by list position: 3 globals, then 9 per layer */
+        if (i == 0) w->token_embd = m;
+        else if (i == 1) w->output_norm = p;
+        else if (i == 2) w->output = m;
+        else {
+            layer_weights *L = &w->layers[(i - 3) / 9];
+            switch ((i - 3) % 9) {
+            case 0: L->attn_norm = p; break;
+            case 1: L->wq = m; break;
+            case 2: L->wk = m; break;
+            case 3: L->wv = m; break;
+            case 4: L->wo = m; break;
+            case 5: L->ffn_norm = p; break;
+            case 6: L->w_gate = m; break;
+            case 7: L->w_up = m; break;
+            case 8: L->w_down = m; break;
+            }
+        }
+    }
+    free(specs);
+    if (rc) {
+        weights_free(w, drv);
+        return rc;
+    }
+    if (!w->output.ptr) {
+        w->output = w->token_embd;
+        w->tied = true;
+    }
+    return 0;
+}
+
+void weights_free(model_weights *w, const tm_driver *drv)
+{
+    for (int64_t i = 0; i < w->n_allocs; i++) drv->cuMemFree(w->allocs[i]);
+    free(w->allocs);
+    free(w->layers);
+    memset(w, 0, sizeof *w);
+}
