@@ -1,0 +1,177 @@
+/* test_tokenizer.c — SentencePiece against llama.cpp's reference cases, the stories260K
+ * prompt, decoding (byte tokens, leading space), and byte-level BPE on a generated
+ * vocabulary. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "engine/tokenizer.h"
+#include "tools/mkmodel/gguf_writer.h"
+#include "tools/mkmodel/vocab.h"
+
+#define MODELS TM_SHARED_DIR "/models"
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    rewind(f);
+    char *b = malloc((size_t)n + 1);
+    assert_int_equal(fread(b, 1, (size_t)n, f), (size_t)n);
+    b[n] = 0;
+    fclose(f);
+    return b;
+}
+
+static char *decode_all(const tokenizer *t, const int32_t *ids, int64_t n)
+{
+    char *out = calloc(1, (size_t)n * 64 + 1);
+    size_t len = 0;
+    for (int64_t i = 0; i < n; i++) len += tokenizer_decode(t, i ? ids[i - 1] : -1, ids[i], out + len, 64);
+    out[len] = 0;
+    return out;
+}
+
+/* Every case of ggml-vocab-llama-spm.gguf.inp (split on "\n__ggml_vocab_test__\n")
+ * encodes, without BOS, to the ids on the same line of .out. */
+static void test_spm_reference_cases(void **state)
+{
+    (void)state;
+    gguf_file f;
+    tokenizer t;
+    char err[GGUF_ERROR_MAX];
+    assert_int_equal(gguf_open(MODELS "/ggml-vocab-llama-spm.gguf", &f, err), 0);
+    assert_int_equal(tokenizer_load(&t, &f, err), 0);
+    assert_int_equal(t.kind, TOKENIZER_SPM);
+    char *inp = slurp(MODELS "/ggml-vocab-llama-spm.gguf.inp"), *out = slurp(MODELS "/ggml-vocab-llama-spm.gguf.out");
+    const char *sep = "\n__ggml_vocab_test__\n";
+    char *p = inp, *o = out;
+    int cases = 0, failures = 0;
+    for (char *q; (q = strstr(p, sep)); p = q + strlen(sep)) {
+        *q = 0;
+        char *eol = strchr(o, '\n');
+        assert_non_null(eol);
+        *eol = 0;
+        int32_t ids[4096];
+        int64_t n = tokenizer_encode(&t, p, false, ids, 4096);
+        char got[32768] = "";
+        size_t len = 0;
+        for (int64_t i = 0; i < n; i++) len += (size_t)snprintf(got + len, sizeof got - len, " %d", ids[i]);
+        if (strcmp(got, o) != 0) {
+            print_message("# case %d: '%s'\n#  got:      %s\n#  expected: %s\n", cases, p, got, o);
+            failures++;
+        }
+        o = eol + 1;
+        cases++;
+    }
+    print_message("# %d SentencePiece cases, %d mismatches\n", cases, failures);
+    assert_int_equal(cases, 46);
+    assert_int_equal(failures, 0);
+    free(inp);
+    free(out);
+    tokenizer_free(&t);
+    gguf_close(&f);
+}
+
+static void test_stories_prompt(void **state)
+{
+    (void)state;
+    gguf_file f;
+    tokenizer t;
+    char err[GGUF_ERROR_MAX];
+    assert_int_equal(gguf_open(MODELS "/stories260K.gguf", &f, err), 0);
+    assert_int_equal(tokenizer_load(&t, &f, err), 0);
+    int32_t ids[32];
+    int64_t n = tokenizer_encode(&t, "Once upon a time", t.add_bos, ids, 32);
+    const int32_t want[] = {1, 403, 407, 261, 378};
+    assert_int_equal(n, 5);
+    assert_memory_equal(ids, want, sizeof want);
+    /* decoding drops the leading space of the first piece after BOS */
+    char *text = decode_all(&t, ids, n);
+    assert_string_equal(text, "Once upon a time");
+    free(text);
+    /* characters outside the vocabulary fall back to byte tokens and decode back */
+    const char *odd = "caf \xe6\x88\x91 \xf0\x9f\xa6\x99 42"; /* a CJK character and an emoji */
+    n = tokenizer_encode(&t, odd, true, ids, 32);
+    assert_true(n > 0 && n <= 32);
+    int bytes = 0;
+    for (int64_t i = 0; i < n; i++) bytes += t.types[ids[i]] == TOKEN_BYTE;
+    assert_int_equal(bytes, 7); /* none is a piece: 3 + 4 byte tokens */
+    text = decode_all(&t, ids, n);
+    assert_string_equal(text, odd);
+    free(text);
+    /* the encoder reports the full length when the buffer is short */
+    assert_int_equal(tokenizer_encode(&t, "Once upon a time", true, ids, 2), 5);
+    tokenizer_free(&t);
+    gguf_close(&f);
+}
+
+/* A gpt2 vocabulary written by the model generator's vocabulary code. */
+static void write_gpt2_vocab(const char *path)
+{
+    gguf_writer w = {0};
+    gw_str(&w, "general.architecture", "llama");
+    assert_int_equal(vocab_write(&w, VOCAB_GPT2, 1024), 0);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(gw_begin(&w, f), 0);
+    fclose(f);
+    gw_free(&w);
+}
+
+static void test_bpe(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/tiermem-test-gpt2-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    write_gpt2_vocab(path);
+    gguf_file f;
+    tokenizer t;
+    char err[GGUF_ERROR_MAX];
+    assert_int_equal(gguf_open(path, &f, err), 0);
+    assert_int_equal(tokenizer_load(&t, &f, err), 0);
+    assert_int_equal(t.kind, TOKENIZER_BPE);
+    int32_t ids[128];
+    /* merges reach whole words, a space joins the word after it */
+    int64_t n = tokenizer_encode(&t, "the little girl", false, ids, 128);
+    assert_int_equal(n, 3);
+    assert_int_equal(ids[0], tokenizer_find(&t, "the", 3));
+    assert_int_equal(ids[1], tokenizer_find(&t, "\xc4\xa0little", 8));
+    assert_int_equal(ids[2], tokenizer_find(&t, "\xc4\xa0girl", 6));
+    /* GPT-2 pre-tokenisation: contractions, digits and whitespace runs split apart */
+    n = tokenizer_encode(&t, "dog's  42", false, ids, 128);
+    char *text = decode_all(&t, ids, n);
+    assert_string_equal(text, "dog's  42");
+    free(text);
+    assert_int_equal(ids[0], tokenizer_find(&t, "dog", 3));
+    /* round trip of arbitrary bytes, BOS first */
+    const char *odd = "Caf\xc3\xa9\n\ttabs\x01 and \xf0\x9f\xa6\x99!";
+    n = tokenizer_encode(&t, odd, true, ids, 128);
+    assert_int_equal(ids[0], t.bos_id);
+    text = decode_all(&t, ids, n);
+    assert_string_equal(text, odd);
+    free(text);
+    tokenizer_free(&t);
+    gguf_close(&f);
+    unlink(path);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_spm_reference_cases),
+        cmocka_unit_test(test_stories_prompt),
+        cmocka_unit_test(test_bpe),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
