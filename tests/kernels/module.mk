@@ -1,0 +1,22 @@
+# tests/kernels/ — cmocka tests of the kernels: number formats (exact), the fp8 codec
+# against NVIDIA's cuda_fp8.h, and every C twin against a plain scalar reference
+# (called through its exported symbol with a simcuda_launch, as simcuda calls it).
+KERNEL_TESTS := $(O)/tests/kernels/test_kernel_formats $(O)/tests/kernels/test_kernel_fp8_nvidia \
+                $(O)/tests/kernels/test_kernel_twins $(O)/tests/kernels/test_kernel_matmul \
+                $(O)/tests/kernels/test_kernel_attention
+TEST_PROGS += $(KERNEL_TESTS)
+
+$(O)/tests/kernels/test_kernel_formats: $(O)/obj/tests/kernels/test_kernel_formats.o
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) $^ -lcmocka -lm -o $@
+
+# cuda_fp8.h is C++; its host conversions are the reference.
+$(O)/tests/kernels/test_kernel_fp8_nvidia: tests/kernels/test_kernel_fp8_nvidia.cc kernels/fp8.h kernels/f16.h
+	@mkdir -p $(@D)
+	$(CXX) -std=c++17 $(OPT) -g $(WARN) $(SANFLAGS) -I. $(CUDA_CPPFLAGS) $< $(LDFLAGS) -lcmocka -o $@
+
+# The twin tests link the kernel library itself (rpath: build/lib beside build/tests).
+$(O)/tests/kernels/test_kernel_twins $(O)/tests/kernels/test_kernel_matmul \
+$(O)/tests/kernels/test_kernel_attention: $(O)/tests/kernels/%: $(O)/obj/tests/kernels/%.o $(O)/lib/libtiermem-kernels.so
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) $< -L$(O)/lib -ltiermem-kernels -Wl,-rpath,'$$ORIGIN/../../lib' -lcmocka -lm -o $@
