@@ -19,9 +19,11 @@ KERNELS_NVCC_FLAGS := -std=c++17 -O3 -I. -Xcompiler -Wall \
 # threads, and only the kernels (SIMCUDA_KERNEL) exported.
 $(KERNELS_TWIN_OBJS): CFLAGS += -O3 -fopenmp -fvisibility=hidden
 
+# -z nodelete: a module unload (dlclose) must not unmap code that libgomp's idle worker
+# threads still sit in.
 $(KERNELS_LIB): $(KERNELS_TWIN_OBJS)
 	@mkdir -p $(@D)
-	$(CC) -shared $(CFLAGS) -O3 -fopenmp $(LDFLAGS) -o $@ $^ -lm
+	$(CC) -shared $(CFLAGS) -O3 -fopenmp $(LDFLAGS) -Wl,-z,nodelete -o $@ $^ -lm
 
 ifeq ($(HAVE_NVCC),1)
 # kernels/module.cu includes every .cu file: one translation unit gives one cubin per
