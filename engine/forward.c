@@ -21,7 +21,7 @@
 /* fp8 e4m3 scales leave this factor of headroom over the calibration absmax: values up
  * to twice what calibration saw still fit below 448 before saturating. e4m3 is floating
  * point, so the headroom costs precision only for values below 2^-6 of the scale. */
-#define KV_SCALE_HEADROOM 2.0f
+#define KV_SCALE_HEADROOM 4.0f
 
 __attribute__((format(printf, 2, 3))) static int fail(tm_model *m, const char *fmt, ...)
 {

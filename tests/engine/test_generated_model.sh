@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Models from tiermem-mkmodel: every weight type loads and generates sane tokens (finite
+# logits that vary, tokens that are not all one id), a tied embedding works, the gpt2
+# vocabulary works, and a model of a few hundred MB loads and generates.
+source "$(dirname "$0")/../lib/tap.sh"
+LLM=$B/bin/tiermem-llm
+MK=$B/bin/tiermem-mkmodel
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+ids_of() { sed -n "s/^tiermem-llm: seq 0 generated ids: //p" "$1"; }
+# sane FILE.logits FILE.err: finite logits with spread at every step, >= 3 distinct ids
+sane() {
+  awk '{ lo = 1e30; hi = -1e30; for (k = 3; k <= NF; k++) { v = $k + 0
+         if (v != v || $k ~ /nan|inf/) { print "# step " $1 ": non-finite logit"; exit 1 }
+         if (v < lo) lo = v; if (v > hi) hi = v }
+         if (hi - lo < 1e-3) { print "# step " $1 ": constant logits"; exit 1 } }' "$1" || return 1
+  [ "$(ids_of "$2" | tr ' ' '\n' | sort -u | wc -l)" -ge 3 ]
+}
+
+for type in f32 f16 bf16 q8_0; do
+  "$MK" -o "$T/$type.gguf" --type $type --layers 2 --dim 128 --heads 4 --kv-heads 2 --ffn 256 --vocab 512 --seed 7 >/dev/null
+  "$LLM" -m "$T/$type.gguf" -p "once upon a time the little girl" -n 16 --kv-blocks 64 -v \
+    --dump-logits "$T/$type.logits" >/dev/null 2>"$T/$type.err"
+  check "$type model generates" test $? -eq 0
+  check "$type model: finite, varied logits and tokens" sane "$T/$type.logits" "$T/$type.err"
+done
+# lower-precision weights of the same random model stay close to f32: step-0 top token
+top() { head -1 "$1" | awk '{ m = -1e30; for (k = 3; k <= NF; k++) if ($k + 0 > m) { m = $k + 0; id = k - 3 } print id }'; }
+check_eq "f16 weights pick f32's first token" "$(top "$T/f16.logits")" "$(top "$T/f32.logits")"
+check_eq "q8_0 weights pick f32's first token" "$(top "$T/q8_0.logits")" "$(top "$T/f32.logits")"
+
+"$MK" -o "$T/tied.gguf" --tied --layers 1 --dim 64 --heads 2 --kv-heads 1 --ffn 128 --vocab 512 >/dev/null
+"$LLM" -m "$T/tied.gguf" -p "the dog" -n 8 --kv-blocks 16 -v --dump-logits "$T/tied.logits" >/dev/null 2>"$T/tied.err"
+check "without output.weight the model runs" test $? -eq 0
+# With the embedding as output matrix, a random one-layer model's residual is dominated by
+# the input token's own embedding, so greedy decoding repeats the last prompt token.
+check_eq "without output.weight the embedding serves as output" "$(ids_of "$T/tied.err" | cut -d' ' -f1)" \
+  "$(sed -n 's/^tiermem-llm: seq 0 prompt ids: //p' "$T/tied.err" | awk '{ print $NF }')"
+
+"$MK" -o "$T/gpt2.gguf" --vocab-type gpt2 --layers 1 --dim 64 --heads 2 --kv-heads 1 --ffn 128 --vocab 700 >/dev/null
+"$LLM" -m "$T/gpt2.gguf" -p "the little girl" -n 8 --kv-blocks 16 -v >"$T/gpt2.out" 2>"$T/gpt2.err"
+check "a gpt2-vocabulary model runs" test $? -eq 0
+check_eq "its prompt is BOS + 3 merged words" "$(sed -n 's/^tiermem-llm: seq 0 prompt ids: //p' "$T/gpt2.err" | wc -w)" 4
+
+# A few hundred MB: loads (one allocation per tensor) and generates.
+start=$(date +%s)
+"$MK" -o "$T/big.gguf" --target-size 300M --type f16 >"$T/mk.out"
+check "mkmodel writes ~300 MB in seconds" test $(( $(date +%s) - start )) -lt 30
+size=$(stat -c %s "$T/big.gguf")
+check "the file is about 300 MiB" test "$size" -gt 280000000 -a "$size" -lt 350000000
+"$LLM" -m "$T/big.gguf" -p "once upon a time" -n 8 -v --dump-logits "$T/big.logits" >/dev/null 2>"$T/big.err"
+check "the ~300 MB model loads and generates" test $? -eq 0
+check "its tokens and logits are sane" sane "$T/big.logits" "$T/big.err"
+grep '^tiermem-llm: summary' "$T/big.err" | sed 's/^/# /'
+check "all of its weights went to the device" \
+  awk -v s="$size" '/summary:/ { for (i = 1; i <= NF; i++) if ($i ~ /^weight_bytes=/) { split($i, a, "="); w = a[2] } }
+                    END { exit !(w > 0.99 * s - 4000000 && w <= s) }' "$T/big.err"
+
+done_testing
