@@ -1,0 +1,22 @@
+/* simcuda_only.h — the groups and fresh-process cases of the simcuda-only test program
+ * (what a real driver does not have, or leaves undefined). */
+#ifndef TESTS_SIMCUDA_SIMCUDA_ONLY_H
+#define TESTS_SIMCUDA_SIMCUDA_ONLY_H
+
+int run_simcuda_env_tests(void);
+int run_simcuda_module_tests(void);
+int run_simcuda_handle_tests(void);
+
+int child_print_capacity(void);
+int child_report_init(void);
+int child_capacity_alloc(void);
+int child_capacity_vmm(void);
+int child_capacity_context_teardown(void);
+int child_numa_listed_nodes(void);
+int child_numa_host_nodes(void);
+int child_host_numa_vmm_off(void);
+int child_host_numa_vmm_on(void);
+int child_unimplemented(void);
+int child_copy_without_access(void);
+
+#endif /* TESTS_SIMCUDA_SIMCUDA_ONLY_H */

@@ -1,0 +1,35 @@
+/* simcuda_only_main.c — tests of what only simcuda has: SIMCUDA_* settings, the host-kernel
+ * ABI, unimplemented functions, and its answers where a real driver's behaviour is
+ * undefined. Not run on a GPU (tests/gpu/conformance.sh runs simcuda_conformance only).
+ */
+#include <stddef.h>
+
+#include "tests/simcuda/harness.h"
+#include "tests/simcuda/simcuda_only.h"
+
+static const struct child_case child_cases[] = {
+    {"print_capacity", child_print_capacity},
+    {"report_init", child_report_init},
+    {"capacity_alloc", child_capacity_alloc},
+    {"capacity_vmm", child_capacity_vmm},
+    {"capacity_context_teardown", child_capacity_context_teardown},
+    {"numa_listed_nodes", child_numa_listed_nodes},
+    {"numa_host_nodes", child_numa_host_nodes},
+    {"host_numa_vmm_off", child_host_numa_vmm_off},
+    {"host_numa_vmm_on", child_host_numa_vmm_on},
+    {"unimplemented", child_unimplemented},
+    {"copy_without_access", child_copy_without_access},
+};
+
+int main(int argc, char **argv)
+{
+    int child_status = child_dispatch(argc, argv, child_cases,
+                                      sizeof child_cases / sizeof child_cases[0]);
+    if (child_status >= 0)
+        return child_status;
+    int failed = 0;
+    failed += run_simcuda_env_tests();
+    failed += run_simcuda_module_tests();
+    failed += run_simcuda_handle_tests();
+    return failed ? 1 : 0;
+}

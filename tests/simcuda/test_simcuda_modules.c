@@ -1,0 +1,164 @@
+/* test_simcuda_modules.c — the host-kernel ABI of simcuda (tools/simcuda/simcuda.h):
+ * modules are shared libraries marked with SIMCUDA_MODULE(), loaded from a path or from
+ * their bytes; a kernel is called once per launch with the launch as the caller gave it.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tests/simcuda/harness.h"
+#include "tests/simcuda/simcuda_only.h"
+
+#ifndef SIMCUDA_NOT_A_MODULE
+#error "SIMCUDA_NOT_A_MODULE must name a shared library without the module marker"
+#endif
+
+static uint8_t *read_bytes(const char *path, size_t *size)
+{
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    assert_int_equal(fseek(f, 0, SEEK_END), 0);
+    long n = ftell(f);
+    assert_true(n > 0);
+    rewind(f);
+    uint8_t *bytes = malloc((size_t)n);
+    assert_non_null(bytes);
+    assert_int_equal(fread(bytes, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    *size = (size_t)n;
+    return bytes;
+}
+
+static void fill_and_check(CUfunction fill, uint32_t base)
+{
+    uint32_t n = 300;
+    CUdeviceptr out = 0;
+    assert_cu_ok(cuMemAlloc(&out, n * 4));
+    void *params[] = {&out, &n, &base};
+    assert_cu_ok(cuLaunchKernel(fill, 2, 1, 1, 256, 1, 1, 0, NULL, params, NULL));
+    uint32_t host[300];
+    assert_cu_ok(cuMemcpyDtoH(host, out, sizeof host));
+    for (uint32_t i = 0; i < n; i++)
+        assert_int_equal(host[i], base + i);
+    assert_cu_ok(cuMemFree(out));
+}
+
+/* simcuda.h: the kernel receives grid, block, dynamic shared memory, "the CUstream of the
+ * launch" and "kernelParams exactly as the caller passed them: params[i] points at the
+ * i-th argument's value"; "simcuda does not iterate over blocks or threads" (one call per
+ * launch). */
+static void launch_hands_the_kernel_the_callers_launch(void **state)
+{
+    (void)state;
+    CUmodule module = NULL;
+    CUfunction probe = NULL;
+    assert_cu_ok(cuModuleLoad(&module, CONFORMANCE_MODULE));
+    assert_cu_ok(cuModuleGetFunction(&probe, module, "probe"));
+    CUstream stream = NULL;
+    assert_cu_ok(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+    CUdeviceptr out = 0;
+    assert_cu_ok(cuMemAlloc(&out, sizeof(struct probe_record)));
+    assert_cu_ok(cuMemsetD8(out, 0, sizeof(struct probe_record)));
+    int32_t a = 41;
+    double b = -0.25;
+    uint8_t c = 200;
+    struct probe_triple t = {{7, 8, 9}};
+    void *params[] = {&out, &a, &b, &c, &t};
+    assert_cu_ok(cuLaunchKernel(probe, 5, 6, 7, 32, 2, 3, 4096, stream, params, NULL));
+    assert_cu_ok(cuStreamSynchronize(stream));
+    struct probe_record got;
+    assert_cu_ok(cuMemcpyDtoH(&got, out, sizeof got));
+    assert_int_equal(got.grid[0], 5);
+    assert_int_equal(got.grid[1], 6);
+    assert_int_equal(got.grid[2], 7);
+    assert_int_equal(got.block[0], 32);
+    assert_int_equal(got.block[1], 2);
+    assert_int_equal(got.block[2], 3);
+    assert_int_equal(got.shared_mem_bytes, 4096);
+    assert_true(got.stream == (uint64_t)(uintptr_t)stream);
+    assert_true(got.params == (uint64_t)(uintptr_t)params);
+    for (int i = 0; i < 5; i++)
+        assert_true(got.param_ptrs[i] == (uint64_t)(uintptr_t)params[i]);
+    assert_int_equal(got.a, 41);
+    assert_true(got.b == -0.25);
+    assert_int_equal(got.c, 200);
+    assert_int_equal(got.t.v[2], 9);
+    assert_int_equal(got.runs, 1);
+    assert_cu_ok(cuMemFree(out));
+    assert_cu_ok(cuStreamDestroy(stream));
+    assert_cu_ok(cuModuleUnload(module));
+}
+
+/* simcuda.h: "a shared library without that marker is refused with
+ * CUDA_ERROR_INVALID_IMAGE", by path and by bytes; so is a file that is no library. */
+static void libraries_without_the_marker_are_refused(void **state)
+{
+    (void)state;
+    CUmodule module = NULL;
+    assert_cu(cuModuleLoad(&module, SIMCUDA_NOT_A_MODULE), CUDA_ERROR_INVALID_IMAGE);
+    size_t size = 0;
+    uint8_t *bytes = read_bytes(SIMCUDA_NOT_A_MODULE, &size);
+    assert_cu(cuModuleLoadData(&module, bytes), CUDA_ERROR_INVALID_IMAGE);
+    free(bytes);
+
+    char path[] = "/tmp/simcuda-garbage-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    static const char text[] = "this is not a shared library\n";
+    assert_int_equal(write(fd, text, sizeof text - 1), (ssize_t)(sizeof text - 1));
+    close(fd);
+    CUresult rc = cuModuleLoad(&module, path);
+    unlink(path);
+    assert_cu(rc, CUDA_ERROR_INVALID_IMAGE);
+    assert_cu(cuModuleLoadData(&module, text), CUDA_ERROR_INVALID_IMAGE);
+}
+
+/* Two modules from the same library (by path and by bytes) are independent: unloading
+ * one leaves the other's kernels working. */
+static void modules_of_one_library_are_independent(void **state)
+{
+    (void)state;
+    CUmodule by_path = NULL, by_path_again = NULL, by_bytes = NULL;
+    CUfunction f1 = NULL, f2 = NULL, f3 = NULL;
+    assert_cu_ok(cuModuleLoad(&by_path, CONFORMANCE_MODULE));
+    assert_cu_ok(cuModuleLoad(&by_path_again, CONFORMANCE_MODULE));
+    size_t size = 0;
+    uint8_t *bytes = read_bytes(CONFORMANCE_MODULE, &size);
+    assert_cu_ok(cuModuleLoadData(&by_bytes, bytes));
+    free(bytes);
+    assert_true(by_path != by_path_again && by_path != by_bytes);
+    assert_cu_ok(cuModuleGetFunction(&f1, by_path, "fill_u32"));
+    assert_cu_ok(cuModuleGetFunction(&f2, by_path_again, "fill_u32"));
+    assert_cu_ok(cuModuleGetFunction(&f3, by_bytes, "fill_u32"));
+    assert_cu_ok(cuModuleUnload(by_path));
+    fill_and_check(f2, 10);
+    fill_and_check(f3, 20);
+    assert_cu_ok(cuModuleUnload(by_bytes));
+    fill_and_check(f2, 30);
+    assert_cu_ok(cuModuleUnload(by_path_again));
+}
+
+/* cuModuleGetFunction finds exported kernels only: a missing name is CUDA_ERROR_NOT_FOUND. */
+static void missing_kernel_is_not_found(void **state)
+{
+    (void)state;
+    CUmodule module = NULL;
+    CUfunction f = NULL;
+    assert_cu_ok(cuModuleLoad(&module, CONFORMANCE_MODULE));
+    assert_cu(cuModuleGetFunction(&f, module, "monotonic_ns"), CUDA_ERROR_NOT_FOUND); /* static */
+    assert_cu(cuModuleGetFunction(&f, module, "missing_kernel"), CUDA_ERROR_NOT_FOUND);
+    assert_cu_ok(cuModuleUnload(module));
+}
+
+int run_simcuda_module_tests(void)
+{
+    const struct CMUnitTest tests[] = {
+        conformance_test(launch_hands_the_kernel_the_callers_launch),
+        conformance_test(libraries_without_the_marker_are_refused),
+        conformance_test(modules_of_one_library_are_independent),
+        conformance_test(missing_kernel_is_not_found),
+    };
+    return cmocka_run_group_tests_name("simcuda host-kernel modules", tests, setup_primary_context,
+                                       teardown_primary_context);
+}
