@@ -241,6 +241,42 @@ static void proc_address_distinguishes_abis(void **state)
     assert_int_equal(dev, tdev.dev);
 }
 
+/* The per-thread variants handed out for CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM are
+ * working functions, with the NULL stream meaning the calling thread's default stream. */
+static void proc_address_per_thread_variants_work(void **state)
+{
+    (void)state;
+    PFN_cuMemcpyHtoD_v7000_ptds htod = NULL;
+    PFN_cuMemsetD32Async_v7000_ptsz memset_async = NULL;
+    PFN_cuMemcpyDtoHAsync_v7000_ptsz dtoh_async = NULL;
+    PFN_cuStreamSynchronize_v7000_ptsz sync = NULL;
+    cuuint64_t per_thread = CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM;
+    assert_cu_ok(cuGetProcAddress("cuMemcpyHtoD", (void **)&htod, 13000, per_thread, NULL));
+    assert_cu_ok(cuGetProcAddress("cuMemsetD32Async", (void **)&memset_async, 13000, per_thread,
+                                  NULL));
+    assert_cu_ok(cuGetProcAddress("cuMemcpyDtoHAsync", (void **)&dtoh_async, 13000, per_thread,
+                                  NULL));
+    assert_cu_ok(cuGetProcAddress("cuStreamSynchronize", (void **)&sync, 13000, per_thread, NULL));
+    assert_non_null(htod);
+    assert_non_null(memset_async);
+    assert_non_null(dtoh_async);
+    assert_non_null(sync);
+
+    uint32_t in[256], out[256];
+    for (uint32_t i = 0; i < 256; i++)
+        in[i] = i * 3u;
+    CUdeviceptr dev = 0;
+    assert_cu_ok(cuMemAlloc(&dev, sizeof in));
+    assert_cu_ok(htod(dev, in, sizeof in));
+    assert_cu_ok(memset_async(dev, 0xabcdu, 16, NULL));
+    memset(out, 0, sizeof out);
+    assert_cu_ok(dtoh_async(out, dev, sizeof out, NULL));
+    assert_cu_ok(sync(NULL));
+    for (uint32_t i = 0; i < 256; i++)
+        assert_int_equal(out[i], i < 16 ? 0xabcdu : i * 3u);
+    assert_cu_ok(cuMemFree(dev));
+}
+
 /* "symbolStatus - Optional location": NULL is accepted and changes nothing else. */
 static void proc_address_accepts_null_status(void **state)
 {
@@ -373,6 +409,7 @@ int run_proc_address_tests(void)
         conformance_test(proc_address_follows_abi_versions),
         conformance_test(proc_address_resolves_every_function),
         conformance_test(proc_address_distinguishes_abis),
+        conformance_test(proc_address_per_thread_variants_work),
         conformance_test(proc_address_accepts_null_status),
         conformance_test(proc_address_not_found_and_too_old),
         conformance_test(proc_address_rejects_bad_arguments),
