@@ -139,6 +139,27 @@ static void modules_of_one_library_are_independent(void **state)
     assert_cu_ok(cuModuleUnload(by_path_again));
 }
 
+/* Each cuModuleLoadData loads the image it is given, whatever was loaded or unloaded
+ * before: the refused library's bytes stay refused after the real one was loaded and
+ * unloaded, and the real one loads after the refused one. */
+static void load_data_loads_the_bytes_it_is_given(void **state)
+{
+    (void)state;
+    size_t kernels_size = 0, other_size = 0;
+    uint8_t *kernels = read_bytes(CONFORMANCE_MODULE, &kernels_size);
+    uint8_t *other = read_bytes(SIMCUDA_NOT_A_MODULE, &other_size);
+    CUmodule module = NULL;
+    CUfunction f = NULL;
+    for (int round = 0; round < 3; round++) {
+        assert_cu(cuModuleLoadData(&module, other), CUDA_ERROR_INVALID_IMAGE);
+        assert_cu_ok(cuModuleLoadData(&module, kernels));
+        assert_cu_ok(cuModuleGetFunction(&f, module, "probe"));
+        assert_cu_ok(cuModuleUnload(module));
+    }
+    free(kernels);
+    free(other);
+}
+
 /* cuModuleGetFunction finds exported kernels only: a missing name is CUDA_ERROR_NOT_FOUND. */
 static void missing_kernel_is_not_found(void **state)
 {
@@ -157,6 +178,7 @@ int run_simcuda_module_tests(void)
         conformance_test(launch_hands_the_kernel_the_callers_launch),
         conformance_test(libraries_without_the_marker_are_refused),
         conformance_test(modules_of_one_library_are_independent),
+        conformance_test(load_data_loads_the_bytes_it_is_given),
         conformance_test(missing_kernel_is_not_found),
     };
     return cmocka_run_group_tests_name("simcuda host-kernel modules", tests, setup_primary_context,
