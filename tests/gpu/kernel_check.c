@@ -1,6 +1,6 @@
 /* kernel_check.c — every CUDA kernel against its C twin, on random inputs.
  *
- *   kernel_check TWIN_LIBRARY [--module PATH]
+ *   kernel_check TWIN_LIBRARY [--module PATH] [--small]
  *
  * The device side goes through the CUDA driver API exactly as the engine does: the
  * driver is libcuda.so.1 (dlopen), the kernels come from the fatbin embedded in this
@@ -11,7 +11,7 @@
  *
  * On simcuda (LD_LIBRARY_PATH=build/lib/simcuda, --module TWIN_LIBRARY) the device side
  * runs the twins too, so every difference must be zero: a check of this program and of
- * the launch path, runnable without a GPU.
+ * the launch path, runnable without a GPU. --small uses smaller shapes (for make test).
  *
  * Tolerances between the GPU and the twin (u = 2^-24) are twice the bound each side has
  * against exact arithmetic, as derived in tests/kernels (both sum in their own order):
@@ -592,31 +592,35 @@ static void case_prefill(uint64_t *rng, int32_t len, int32_t start) {
 
 int main(int argc, char **argv) {
     const char *twin_path = NULL, *module_path = NULL;
+    int small = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--module") && i + 1 < argc) module_path = argv[++i];
+        else if (!strcmp(argv[i], "--small")) small = 1;
         else if (argv[i][0] != '-' && !twin_path) twin_path = argv[i];
-        else die("usage: kernel_check TWIN_LIBRARY [--module PATH]");
+        else die("usage: kernel_check TWIN_LIBRARY [--module PATH] [--small]");
     }
-    if (!twin_path) die("usage: kernel_check TWIN_LIBRARY [--module PATH]");
+    if (!twin_path) die("usage: kernel_check TWIN_LIBRARY [--module PATH] [--small]");
     open_driver();
     load_kernels(module_path, twin_path);
     uint64_t rng = 20261129;
     case_embed(&rng);
     case_rmsnorm(&rng);
-    case_matmul(&rng, 1, 2048, 1000, 1000, 1);
-    case_matmul(&rng, 13, 2048, 1000, 1024, 1);
-    case_matmul(&rng, 100, 1024, 300, 320, 0);
+    case_matmul(&rng, 1, small ? 512 : 2048, small ? 100 : 1000, small ? 100 : 1000, 1);
+    case_matmul(&rng, 13, small ? 256 : 2048, small ? 100 : 1000, small ? 104 : 1024, 1);
+    case_matmul(&rng, small ? 70 : 100, small ? 256 : 1024, small ? 80 : 300, small ? 96 : 320, 0);
     case_matmul(&rng, 7, 512, 130, 130, 0);
     case_rope(&rng);
     case_elementwise(&rng);
     case_rows(&rng);
     const int32_t lens[] = {0, 1, 100, 128, 129, 1000, 2049};
-    case_decode(&rng, 32, 8, 128, lens, 7);
+    const int32_t small_lens[] = {0, 1, 100, 129, 300};
+    if (small) case_decode(&rng, 8, 2, 64, small_lens, 5);
+    else case_decode(&rng, 32, 8, 128, lens, 7);
     const int32_t short_lens[] = {5, 40, 300};
     case_decode(&rng, 8, 4, 8, short_lens, 3); /* stories260K's heads */
     case_decode(&rng, 8, 1, 256, short_lens, 3);
-    case_prefill(&rng, 300, 0);
-    case_prefill(&rng, 300, 250);
+    case_prefill(&rng, small ? 150 : 300, 0);
+    case_prefill(&rng, small ? 150 : 300, small ? 120 : 250);
     printf("1..%d\n", tap_n);
     if (tap_failed) printf("# %d of %d checks failed\n", tap_failed, tap_n);
     return tap_failed ? 1 : 0;

@@ -20,3 +20,7 @@ $(O)/tests/kernels/test_kernel_twins $(O)/tests/kernels/test_kernel_matmul \
 $(O)/tests/kernels/test_kernel_attention: $(O)/tests/kernels/%: $(O)/obj/tests/kernels/%.o $(O)/lib/libtiermem-kernels.so
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) $< -L$(O)/lib -ltiermem-kernels -Wl,-rpath,'$$ORIGIN/../../lib' -lcmocka -lm -o $@
+
+# The GPU check program, run on simcuda (test_kernel_driver.sh): built with the tests.
+TEST_SCRIPTS += tests/kernels/test_kernel_driver.sh
+test-progs: $(O)/tests/gpu/kernel_check $(O)/lib/simcuda/libcuda.so.1
