@@ -92,8 +92,8 @@ SIM_EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice device)
     if (result != CUDA_SUCCESS)
         return result;
     sim_lock();
+    /* Reset destroys what the context holds but not the callers' retains. */
     sim_context_release_resources(sim.primary);
-    sim.primary->primary_refs = 0;
     sim_unlock();
     return CUDA_SUCCESS;
 }
@@ -117,7 +117,9 @@ SIM_EXPORT CUresult cuDevicePrimaryCtxSetFlags_v2(CUdevice device, unsigned int 
     CUresult result = primary_check(device);
     if (result != CUDA_SUCCESS)
         return result;
-    if (flags & ~(unsigned)(CU_CTX_SCHED_MASK | CU_CTX_LMEM_RESIZE_TO_MAX | CU_CTX_SYNC_MEMOPS))
+    unsigned sched = flags & CU_CTX_SCHED_MASK;
+    if ((flags & ~(unsigned)(CU_CTX_SCHED_MASK | CU_CTX_LMEM_RESIZE_TO_MAX | CU_CTX_SYNC_MEMOPS)) ||
+        (sched & (sched - 1)))
         return CUDA_ERROR_INVALID_VALUE;
     sim_lock();
     sim.primary->flags = flags;
@@ -146,8 +148,9 @@ static CUresult context_create(CUcontext *pctx, unsigned int flags, CUdevice dev
         return CUDA_ERROR_INVALID_DEVICE;
     const unsigned known = CU_CTX_SCHED_MASK | CU_CTX_MAP_HOST | CU_CTX_LMEM_RESIZE_TO_MAX |
                            CU_CTX_COREDUMP_ENABLE | CU_CTX_USER_COREDUMP_ENABLE | CU_CTX_SYNC_MEMOPS;
-    if (flags & ~known)
-        return CUDA_ERROR_INVALID_VALUE;
+    unsigned sched = flags & CU_CTX_SCHED_MASK;
+    if ((flags & ~known) || (sched & (sched - 1)))
+        return CUDA_ERROR_INVALID_VALUE; /* at most one scheduling flag */
     sim_context *ctx = calloc(1, sizeof *ctx);
     if (!ctx)
         return CUDA_ERROR_OUT_OF_MEMORY;

@@ -95,7 +95,6 @@ typedef struct sim_module {
     sim_object obj;
     sim_context *ctx;
     void *library;          /* dlopen handle of the host-kernel library */
-    int image_fd;           /* memfd holding a cuModuleLoadData image, or -1 */
     sim_function *functions;
     struct sim_module *unload_next; /* list link while a context's modules are unloaded */
 } sim_module;

@@ -627,10 +627,19 @@ static CUresult attribute_value(void *data, CUpointer_attribute attribute, uintp
         *(int *)data = known && region->kind == REGION_DEVICE && !region->pool && !region->managed;
         break;
     case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
+    case CU_POINTER_ATTRIBUTE_RANGE_SIZE: {
+        /* The mappable range: for VMM memory the reservation, not the mapping. */
+        const sim_region *range = known && region->kind == REGION_MAPPING
+                                      ? sim_region_find(TREE_RESERVATIONS, region->base) : region;
+        if (attribute == CU_POINTER_ATTRIBUTE_RANGE_START_ADDR)
+            *(void **)data = range ? (void *)range->base : NULL;
+        else
+            *(size_t *)data = range ? range->size : 0;
+        break;
+    }
     case CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR:
         *(void **)data = known ? (void *)region->base : NULL;
         break;
-    case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
     case CU_POINTER_ATTRIBUTE_MAPPING_SIZE:
         *(size_t *)data = known ? region->size : 0;
         break;

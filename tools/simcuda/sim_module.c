@@ -2,7 +2,7 @@
  *
  * A simcuda module is a host shared library that defines `simcuda_module_abi` (see
  * simcuda.h). cuModuleLoad dlopens it from a path; cuModuleLoadData copies the image
- * into a memfd and dlopens that. GPU code (a cubin, a fatbin, PTX) is recognised and
+ * into a file of its own and dlopens that. GPU code (a cubin, a fatbin, PTX) is recognised and
  * refused with CUDA_ERROR_NO_BINARY_FOR_GPU, as a real driver refuses code built for
  * another architecture; anything else is CUDA_ERROR_INVALID_IMAGE. */
 #include <dlfcn.h>
@@ -57,7 +57,9 @@ static image_kind classify_image(const unsigned char *bytes, size_t available, s
 
 static CUresult open_library(const char *path, sim_module *module)
 {
-    void *library = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    /* RTLD_NODELETE: a kernel library may leave threads of its own (an OpenMP pool) parked
+     * in its code; like a real driver, unloading a module never unmaps code. */
+    void *library = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
     if (!library) {
         sim_info("module %s: %s", path, dlerror());
         return CUDA_ERROR_INVALID_IMAGE;
@@ -92,8 +94,6 @@ static void module_close(sim_module *module)
 {
     if (module->library)
         dlclose(module->library);
-    if (module->image_fd >= 0)
-        close(module->image_fd);
     for (sim_function *f = module->functions, *next; f; f = next) {
         next = f->next;
         free(f);
@@ -125,7 +125,6 @@ SIM_EXPORT CUresult cuModuleLoad(CUmodule *handle, const char *path)
     sim_module *module = calloc(1, sizeof *module);
     if (!module)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    module->image_fd = -1;
     if ((result = open_library(path, module)) != CUDA_SUCCESS || (result = module_register(handle, module)) != CUDA_SUCCESS)
         module_close(module);
     return result;
@@ -147,14 +146,19 @@ static CUresult load_data(CUmodule *handle, const void *image)
     sim_module *module = calloc(1, sizeof *module);
     if (!module)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    module->image_fd = memfd_create("simcuda-module", MFD_CLOEXEC);
-    if (module->image_fd < 0 || write(module->image_fd, image, elf_size) != (ssize_t)elf_size) {
-        module_close(module);
+    /* The image goes to a file of its own: the dynamic loader knows libraries by path,
+     * so each loaded image needs a name no earlier one had. */
+    char path[] = "/dev/shm/simcuda-module-XXXXXX";
+    int fd = mkstemp(path);
+    if (fd < 0) {
+        free(module);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
-    char path[64];
-    snprintf(path, sizeof path, "/proc/self/fd/%d", module->image_fd);
-    if ((result = open_library(path, module)) != CUDA_SUCCESS || (result = module_register(handle, module)) != CUDA_SUCCESS)
+    bool written = write(fd, image, elf_size) == (ssize_t)elf_size;
+    close(fd);
+    result = written ? open_library(path, module) : CUDA_ERROR_OUT_OF_MEMORY;
+    unlink(path);
+    if (result != CUDA_SUCCESS || (result = module_register(handle, module)) != CUDA_SUCCESS)
         module_close(module);
     return result;
 }

@@ -21,6 +21,10 @@ static CUresult resolve(const char *symbol, void **pfn, int cuda_version, cuuint
     if (flags != CU_GET_PROC_ADDRESS_DEFAULT && flags != CU_GET_PROC_ADDRESS_LEGACY_STREAM &&
         flags != CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM)
         return CUDA_ERROR_INVALID_VALUE;
+    int driver_version;
+    cuDriverGetVersion(&driver_version);
+    if (cuda_version > driver_version)
+        return CUDA_ERROR_INVALID_VALUE;
     bool per_thread = flags == CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM;
 
     const sim_symbol *plain = NULL, *threaded = NULL;

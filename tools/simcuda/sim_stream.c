@@ -252,12 +252,13 @@ static CUresult event_record(CUevent handle, CUstream stream_handle, unsigned in
         return CUDA_ERROR_INVALID_VALUE;
     sim_lock();
     sim_stream *stream;
-    CUresult result = sim_current_context_locked(NULL);
+    sim_context *ctx;
+    CUresult result = sim_current_context_locked(&ctx);
     if (result == CUDA_SUCCESS)
         result = sim_stream_resolve(stream_handle, &stream);
     sim_event *event = result == CUDA_SUCCESS ? sim_object_find(handle, SIM_EVENT) : NULL;
-    if (result == CUDA_SUCCESS && !event)
-        result = CUDA_ERROR_INVALID_HANDLE;
+    if (result == CUDA_SUCCESS && (!event || event->ctx != (stream ? stream->ctx : ctx)))
+        result = CUDA_ERROR_INVALID_HANDLE; /* event and stream must share a context */
     if (result == CUDA_SUCCESS) {
         clock_gettime(CLOCK_MONOTONIC, &event->when);
         event->recorded = true;

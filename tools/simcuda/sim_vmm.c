@@ -41,11 +41,20 @@ static CUresult location_check(const CUmemLocation *location)
         if (!sim.config.host_numa_vmm)
             return CUDA_ERROR_NOT_SUPPORTED;
         return sim_config_numa_node_ok(&sim.config, location->id) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
-    case CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT:
-        return sim.config.host_numa_vmm ? CUDA_SUCCESS : CUDA_ERROR_NOT_SUPPORTED;
-    default:
+    default: /* including HOST_NUMA_CURRENT, which cuMemCreate documents as invalid */
         return CUDA_ERROR_INVALID_VALUE;
     }
+}
+
+/* Checks the allocation properties shared by cuMemCreate and the granularity query. */
+static CUresult prop_check(const CUmemAllocationProp *prop)
+{
+    if (prop->type != CU_MEM_ALLOCATION_TYPE_PINNED)
+        return CUDA_ERROR_INVALID_VALUE;
+    /* Host allocations cannot be exported: requestedHandleTypes must be 0. */
+    if (prop->location.type == CU_MEM_LOCATION_TYPE_HOST && prop->requestedHandleTypes != CU_MEM_HANDLE_TYPE_NONE)
+        return CUDA_ERROR_INVALID_VALUE;
+    return location_check(&prop->location);
 }
 
 /* ---------------------------------------------------------------- reservations */
@@ -140,9 +149,7 @@ SIM_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t siz
         return result;
     if (!handle || !prop || size == 0 || !granular(size) || flags != 0)
         return CUDA_ERROR_INVALID_VALUE;
-    if (prop->type != CU_MEM_ALLOCATION_TYPE_PINNED)
-        return CUDA_ERROR_INVALID_VALUE;
-    if ((result = location_check(&prop->location)) != CUDA_SUCCESS)
+    if ((result = prop_check(prop)) != CUDA_SUCCESS)
         return result;
     if (prop->requestedHandleTypes != CU_MEM_HANDLE_TYPE_NONE)
         return sim_not_supported("cuMemCreate with shareable handle types");
@@ -230,7 +237,7 @@ SIM_EXPORT CUresult cuMemGetAllocationGranularity(size_t *granularity, const CUm
         return CUDA_ERROR_INVALID_VALUE;
     if (option != CU_MEM_ALLOC_GRANULARITY_MINIMUM && option != CU_MEM_ALLOC_GRANULARITY_RECOMMENDED)
         return CUDA_ERROR_INVALID_VALUE;
-    if ((result = location_check(&prop->location)) != CUDA_SUCCESS)
+    if ((result = prop_check(prop)) != CUDA_SUCCESS)
         return result;
     *granularity = SIM_GRANULARITY;
     return CUDA_SUCCESS;
@@ -369,7 +376,7 @@ SIM_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAcce
     if (!desc || count == 0 || size == 0)
         return CUDA_ERROR_INVALID_VALUE;
     CUmemAccess_flags device_access = CU_MEM_ACCESS_FLAGS_PROT_NONE;
-    bool device_named = false;
+    bool device_named = false, host_numa_named = false;
     for (size_t i = 0; i < count; i++) {
         if (desc[i].flags != CU_MEM_ACCESS_FLAGS_PROT_NONE && desc[i].flags != CU_MEM_ACCESS_FLAGS_PROT_READ &&
             desc[i].flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
@@ -379,14 +386,22 @@ SIM_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAcce
                 return CUDA_ERROR_INVALID_DEVICE;
             device_access = desc[i].flags;
             device_named = true;
-        } else if (desc[i].location.type != CU_MEM_LOCATION_TYPE_HOST &&
-                   desc[i].location.type != CU_MEM_LOCATION_TYPE_HOST_NUMA) {
+        } else if (desc[i].location.type == CU_MEM_LOCATION_TYPE_HOST_NUMA) {
+            host_numa_named = true;
+        } else if (desc[i].location.type != CU_MEM_LOCATION_TYPE_HOST) {
             return CUDA_ERROR_INVALID_VALUE;
         }
     }
     sim_lock();
     int mappings;
     result = whole_mappings((uintptr_t)ptr, size, NULL, &mappings);
+    /* HOST_NUMA access may only be given to memory allocated on a HOST_NUMA location. */
+    for (uintptr_t at = ptr; result == CUDA_SUCCESS && host_numa_named && at < (uintptr_t)ptr + size;) {
+        sim_region *mapping = sim_region_find(TREE_REGIONS, at);
+        at = mapping->base + mapping->size;
+        if (mapping->phys->prop.location.type != CU_MEM_LOCATION_TYPE_HOST_NUMA)
+            result = CUDA_ERROR_INVALID_VALUE;
+    }
     for (uintptr_t at = ptr; result == CUDA_SUCCESS && device_named && at < (uintptr_t)ptr + size;) {
         sim_region *mapping = sim_region_find(TREE_REGIONS, at);
         at = mapping->base + mapping->size;
