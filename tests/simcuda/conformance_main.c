@@ -5,6 +5,7 @@
  * their own (before cuInit, primary-context reset) re-run this program with --child.
  */
 #include <stddef.h>
+#include <unistd.h>
 
 #include "tests/simcuda/harness.h"
 #include "tests/simcuda/suites.h"
@@ -22,6 +23,8 @@ int main(int argc, char **argv)
                                       sizeof child_cases / sizeof child_cases[0]);
     if (child_status >= 0)
         return child_status;
+    /* A driver that deadlocks must fail the run, not hang it (SIGALRM ends the process). */
+    alarm(600);
     int failed = 0;
     failed += run_init_tests();
     failed += run_memory_tests();

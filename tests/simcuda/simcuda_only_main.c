@@ -3,6 +3,7 @@
  * undefined. Not run on a GPU (tests/gpu/conformance.sh runs simcuda_conformance only).
  */
 #include <stddef.h>
+#include <unistd.h>
 
 #include "tests/simcuda/harness.h"
 #include "tests/simcuda/simcuda_only.h"
@@ -27,6 +28,8 @@ int main(int argc, char **argv)
                                       sizeof child_cases / sizeof child_cases[0]);
     if (child_status >= 0)
         return child_status;
+    /* A driver that deadlocks must fail the run, not hang it (SIGALRM ends the process). */
+    alarm(600);
     int failed = 0;
     failed += run_simcuda_env_tests();
     failed += run_simcuda_module_tests();
