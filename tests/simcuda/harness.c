@@ -287,6 +287,79 @@ void gate_launch(struct gate *g, const struct test_module *tm, CUstream stream)
     assert_cu_ok(cuLaunchKernel(tm->gate, 1, 1, 1, 1, 1, 1, 0, stream, params, NULL));
 }
 
+/* ---------------------------------------------------------------------------------------
+ * Work that is still pending
+ * ------------------------------------------------------------------------------------ */
+
+/* Outside any test, so no cmocka assertions: a call that fails makes the answer "no", and
+ * the group then runs and reports the failure itself. */
+static bool probe_completes_at_submission(void)
+{
+    CUdevice dev = 0;
+    CUcontext ctx = NULL;
+    CUmodule module = NULL;
+    CUfunction gate = NULL;
+    CUstream stream = NULL;
+    uint32_t *flag_and_done = NULL; /* [2] host-mapped */
+    CUdeviceptr dev_flags = 0;
+    bool at_submission = false;
+    if (cuInit(0) != CUDA_SUCCESS || cuDeviceGet(&dev, 0) != CUDA_SUCCESS ||
+        cuDevicePrimaryCtxRetain(&ctx, dev) != CUDA_SUCCESS)
+        return false;
+    if (cuCtxPushCurrent(ctx) == CUDA_SUCCESS) {
+        if (cuModuleLoad(&module, CONFORMANCE_MODULE) == CUDA_SUCCESS &&
+            cuModuleGetFunction(&gate, module, "gate") == CUDA_SUCCESS &&
+            cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS &&
+            cuMemHostAlloc((void **)&flag_and_done, 8, CU_MEMHOSTALLOC_DEVICEMAP) == CUDA_SUCCESS &&
+            cuMemHostGetDevicePointer(&dev_flags, flag_and_done, 0) == CUDA_SUCCESS) {
+            flag_and_done[0] = flag_and_done[1] = 0;
+            CUdeviceptr flag = dev_flags, done = dev_flags + 4;
+            uint64_t timeout_ns = 300000000u; /* held 0.3 s at most */
+            void *params[] = {&flag, &done, &timeout_ns};
+            if (cuLaunchKernel(gate, 1, 1, 1, 1, 1, 1, 0, stream, params, NULL) == CUDA_SUCCESS) {
+                CUresult query = cuStreamQuery(stream);
+                uint32_t state = load_u32(&flag_and_done[1]);
+                at_submission = query == CUDA_SUCCESS || state != 0;
+                __atomic_store_n(&flag_and_done[0], 1u, __ATOMIC_RELEASE);
+                cuStreamSynchronize(stream);
+            }
+        }
+        if (flag_and_done)
+            cuMemFreeHost(flag_and_done);
+        if (stream)
+            cuStreamDestroy(stream);
+        if (module)
+            cuModuleUnload(module);
+        CUcontext popped = NULL;
+        cuCtxPopCurrent(&popped);
+    }
+    cuDevicePrimaryCtxRelease(dev);
+    return at_submission;
+}
+
+bool driver_completes_work_at_submission(void)
+{
+    static int answer = -1;
+    if (answer < 0)
+        answer = probe_completes_at_submission();
+    return answer == 1;
+}
+
+int run_pending_work_group(const char *name, const struct CMUnitTest *tests, size_t n_tests,
+                           CMFixtureFunction setup, CMFixtureFunction teardown)
+{
+    if (!driver_completes_work_at_submission())
+        return _cmocka_run_group_tests(name, tests, n_tests, setup, teardown);
+    printf("1..%zu\n", n_tests);
+    for (size_t i = 0; i < n_tests; i++)
+        printf("ok %zu - %s # SKIP the driver completes work at submission (simcuda does; so "
+               "does a real driver with CUDA_LAUNCH_BLOCKING=1): nothing is ever pending\n",
+               i + 1, tests[i].name);
+    printf("# ok - %s\n", name);
+    fflush(stdout);
+    return 0;
+}
+
 void gate_open(struct gate *g)
 {
     __atomic_store_n((uint32_t *)g->flag_and_done.host, 1u, __ATOMIC_RELEASE);

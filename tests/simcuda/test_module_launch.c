@@ -353,11 +353,18 @@ int run_module_launch_tests(void)
         conformance_test(module_load_errors),
         conformance_test(module_get_function_errors),
         conformance_test(launch_passes_geometry_and_arguments),
-        conformance_test(launch_copies_arguments_at_launch),
         conformance_test(launch_on_implicit_streams),
         conformance_test(launch_rejects_bad_configurations),
         conformance_test(launch_needs_a_context),
     };
-    return cmocka_run_group_tests_name("modules and launches", tests, setup_modules,
-                                       teardown_modules);
+    /* Holds the launch back with the gate kernel: needs launches that return first. */
+    const struct CMUnitTest pending[] = {
+        conformance_test(launch_copies_arguments_at_launch),
+    };
+    int failed = cmocka_run_group_tests_name("modules and launches", tests, setup_modules,
+                                             teardown_modules);
+    failed += run_pending_work_group("launches with pending work", pending,
+                                     sizeof pending / sizeof pending[0], setup_modules,
+                                     teardown_modules);
+    return failed;
 }

@@ -160,6 +160,40 @@ static void load_data_loads_the_bytes_it_is_given(void **state)
     free(other);
 }
 
+/* simcuda completes all work at submission, as a real driver does with
+ * CUDA_LAUNCH_BLOCKING=1 (the lead's decision, /work/coord/simcuda-issues.md): cuLaunchKernel
+ * returns once the kernel ran, so a kernel waiting for the host runs into its timeout, and
+ * queries never report CUDA_ERROR_NOT_READY. The portable tests that need pending work
+ * skip themselves on such a driver; this pins the behaviour they detect. */
+static void work_completes_at_submission(void **state)
+{
+    (void)state;
+    struct test_module tm;
+    load_test_module(&tm);
+    CUstream stream = NULL;
+    CUevent event = NULL;
+    assert_cu_ok(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+    assert_cu_ok(cuEventCreate(&event, CU_EVENT_DEFAULT));
+    struct mapped_buffer flags;
+    mapped_buffer_alloc(&flags, 2 * sizeof(uint32_t));
+    CUdeviceptr flag = flags.dev, done = flags.dev + 4;
+    uint64_t timeout_ns = 100000000u;
+    void *params[] = {&flag, &done, &timeout_ns};
+    double start = now_ms();
+    assert_cu_ok(cuLaunchKernel(tm.gate, 1, 1, 1, 1, 1, 1, 0, stream, params, NULL));
+    double took = now_ms() - start;
+    assert_int_equal(load_u32((uint32_t *)flags.host + 1), GATE_TIMED_OUT);
+    assert_true(took >= 90.0);
+    assert_cu_ok(cuStreamQuery(stream));
+    assert_cu_ok(cuEventRecord(event, stream));
+    assert_cu_ok(cuEventQuery(event));
+    assert_true(driver_completes_work_at_submission());
+    mapped_buffer_free(&flags);
+    assert_cu_ok(cuEventDestroy(event));
+    assert_cu_ok(cuStreamDestroy(stream));
+    unload_test_module(&tm);
+}
+
 /* cuModuleGetFunction finds exported kernels only: a missing name is CUDA_ERROR_NOT_FOUND. */
 static void missing_kernel_is_not_found(void **state)
 {
@@ -179,6 +213,7 @@ int run_simcuda_module_tests(void)
         conformance_test(libraries_without_the_marker_are_refused),
         conformance_test(modules_of_one_library_are_independent),
         conformance_test(load_data_loads_the_bytes_it_is_given),
+        conformance_test(work_completes_at_submission),
         conformance_test(missing_kernel_is_not_found),
     };
     return cmocka_run_group_tests_name("simcuda host-kernel modules", tests, setup_primary_context,
