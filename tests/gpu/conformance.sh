@@ -57,6 +57,8 @@ for d in "$CUDA_HOME/lib64/stubs" "$CUDA_HOME/targets/x86_64-linux/lib/stubs"; d
   if [ -f "$d/libcuda.so" ]; then stubs=$d; break; fi
 done
 [ -n "$stubs" ] || die "no libcuda.so stub under $CUDA_HOME (needed to link)"
+printf '#include <stdarg.h>\n#include <stddef.h>\n#include <setjmp.h>\n#include <cmocka.h>\n' |
+  "$CC" -x c -fsyntax-only - 2>/dev/null || die "no cmocka.h: install libcmocka-dev (make deps)"
 
 arch=${CUDA_ARCH:-}
 if [ -z "$arch" ] && [ -z "$gpu_reason" ]; then
