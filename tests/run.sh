@@ -26,15 +26,18 @@ for t in "$@"; do
   start=$(date +%s)
   if [[ $t == *.sh ]]; then bash "$t" >"$log" 2>&1; else "$t" >"$log" 2>&1; fi
   rc=$?
-  ok=$(grep -cE '^ok [0-9]+' "$log")
-  notok=$(grep -cE '^not ok [0-9]+' "$log")
-  skip=$(grep -cE '^ok [0-9]+.*# SKIP' "$log")
-  ok=$((ok - skip))
+  # A SKIP directive makes a result a skip whether it says "ok" or "not ok" (cmocka's
+  # skip() prints the latter).
+  skip=$(grep -acE '^(not )?ok [0-9]+.*# SKIP' "$log")
+  ok=$(grep -acE '^ok [0-9]+' "$log")
+  notok=$(grep -acE '^not ok [0-9]+' "$log")
+  ok=$((ok - $(grep -acE '^ok [0-9]+.*# SKIP' "$log")))
+  notok=$((notok - $(grep -acE '^not ok [0-9]+.*# SKIP' "$log")))
   if [ "$rc" -ne 0 ] && [ "$notok" -eq 0 ]; then notok=1; echo "not ok - $name exited with status $rc" >>"$log"; fi
   if [ $((ok + notok + skip)) -eq 0 ]; then notok=1; echo "not ok - $name reported no results" >>"$log"; fi
   passed=$((passed + ok)); failed=$((failed + notok)); skipped=$((skipped + skip))
   printf '%-32s %4d passed %3d failed %3d skipped  %3ds\n' "$name" "$ok" "$notok" "$skip" $(( $(date +%s) - start ))
-  grep -E '^ok [0-9]+.*# SKIP' "$log" | sed "s/^/    $name: /"
+  grep -aE '^(not )?ok [0-9]+.*# SKIP' "$log" | sed "s/^/    $name: /"
   if [ "$notok" -ne 0 ]; then failures+=("$name"); fi
 done
 for f in "${failures[@]}"; do
