@@ -38,6 +38,22 @@ load_row(int dtype, float *row /* [head_dim] */, const void *pool, int64_t idx, 
     for (int32_t d = 0; d < head_dim; d++) row[d] = tm_kv_load(dtype, pool, idx + d);
 }
 
+/* q . row over head_dim: 16 partial sums folded in halves, then the tail (a fixed
+ * order; two 8-wide accumulators keep the adds flowing, where one sum would wait on
+ * each add). */
+static inline __attribute__((always_inline)) float
+dot_head(const float *q /* [n] */, const float *row /* [n] */, int32_t n) {
+    float acc[16] = {0.0f};
+    int32_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int k = 0; k < 16; k++) acc[k] += q[i + k] * row[i + k];
+    for (int half = 8; half > 0; half /= 2)
+        for (int k = 0; k < half; k++) acc[k] += acc[k + half];
+    float s = acc[0];
+    for (; i < n; i++) s += q[i] * row[i];
+    return s;
+}
+
 /* out[h] = attention of q[h] over positions [0, n_pos) of KV head kv_head, for the
  * group of query heads h < group that share it. */
 static inline __attribute__((always_inline)) void
@@ -70,13 +86,8 @@ attend_group(int dtype, float *out /* [group][head_dim] */, const float *q /* [g
             int64_t idx = tm_kv_index(block_table[p / block_size], kv_head, p % block_size,
                                       n_kv_heads, block_size, head_dim);
             load_row(dtype, row, k_pool, idx, head_dim);
-            for (int32_t h = 0; h < group; h++) {
-                const float *qh = q + (int64_t)h * head_dim;
-                float s = 0.0f;
-#pragma omp simd reduction(+ : s)
-                for (int32_t d = 0; d < head_dim; d++) s += qh[d] * row[d];
-                scores[h * TILE + j] = s * score_scale;
-            }
+            for (int32_t h = 0; h < group; h++)
+                scores[h * TILE + j] = dot_head(q + (int64_t)h * head_dim, row, head_dim) * score_scale;
         }
         /* Online softmax: fold the tile into the running max and sum. */
         for (int32_t h = 0; h < group; h++) {

@@ -82,26 +82,24 @@ TM_FP8_FN uint8_t tm_fp8_encode(float x, int man_bits, int bias, uint32_t max_co
 TM_FP8_FN uint8_t tm_fp8_e4m3_from_f32(float x) { return tm_fp8_encode(x, 3, 7, 0x7e, 0x7f); }
 TM_FP8_FN uint8_t tm_fp8_e5m2_from_f32(float x) { return tm_fp8_encode(x, 2, 15, 0x7b, 0x7f); }
 
-/* Decoders are branch-free (selects only) so that C loops over them vectorise. */
+/* Decoders: the code's exponent and mantissa bits are placed where an f32 keeps them
+ * and one multiply by a power of two rebiases the exponent. That covers normals and
+ * subnormals alike (a subnormal passes through an f32 denormal, exact as long as the
+ * FPU does not flush denormals: no -ffast-math, no FTZ/DAZ; CUDA without -ftz). NaN
+ * (and e5m2 infinity) are ORed in with a mask. No branches and no selects, so C loops
+ * over these vectorise. */
 TM_FP8_FN float tm_fp8_e4m3_to_f32(uint8_t q) {
-    uint32_t sign = (uint32_t)(q & 0x80u) << 24;
-    uint32_t e = (q >> 3) & 0xfu, m = q & 7u;
-    uint32_t normal = ((e + 120u) << 23) | (m << 20);
-    uint32_t subnormal = tm_f32_bits((float)m * 0x1p-9f); /* m * 2^-9, exact */
-    uint32_t mag = e == 0 ? subnormal : normal;
-    mag = (q & 0x7fu) == 0x7fu ? 0x7fc00000u : mag;
-    return tm_bits_f32(sign | mag);
+    uint32_t bits = (uint32_t)(q & 0x7fu) << 20;
+    uint32_t nan = (0u - (uint32_t)(bits == 0x07f00000u)) & 0x7fc00000u;
+    float mag = tm_bits_f32(bits) * 0x1p120f;
+    return tm_bits_f32(tm_f32_bits(mag) | nan | ((uint32_t)(q & 0x80u) << 24));
 }
 
 TM_FP8_FN float tm_fp8_e5m2_to_f32(uint8_t q) {
-    uint32_t sign = (uint32_t)(q & 0x80u) << 24;
-    uint32_t e = (q >> 2) & 0x1fu, m = q & 3u;
-    uint32_t normal = ((e + 112u) << 23) | (m << 21);
-    uint32_t subnormal = tm_f32_bits((float)m * 0x1p-16f); /* m * 2^-16, exact */
-    uint32_t special = 0x7f800000u | (m ? 0x400000u : 0u);  /* inf, or quiet NaN */
-    uint32_t mag = e == 0 ? subnormal : normal;
-    mag = e == 31 ? special : mag;
-    return tm_bits_f32(sign | mag);
+    uint32_t bits = (uint32_t)(q & 0x7fu) << 21;
+    uint32_t special = (0u - (uint32_t)((bits & 0x0f800000u) == 0x0f800000u)) & 0x7f800000u;
+    float mag = tm_bits_f32(bits) * 0x1p112f; /* special: infinity, or NaN */
+    return tm_bits_f32(tm_f32_bits(mag) | special | ((uint32_t)(q & 0x80u) << 24));
 }
 
 #endif /* TM_FP8_H */

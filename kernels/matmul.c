@@ -7,16 +7,19 @@
  * Parallelisation: the output rows are cut into tiles of about TILE_BYTES of weights;
  * threads take tiles (static schedule). Within a tile every token is multiplied by every
  * row, so a tile is read from memory once and its rows stay in L2 across the tokens
- * (decode batches and prefill alike). Each dot product runs in one thread in a fixed
- * order, so results do not depend on the thread count, and matvec and matmul, which
- * are the same code here, give identical bits.
+ * (decode batches and prefill alike); with several tokens a row is converted to f32
+ * once and reused. Each dot product runs in one thread in a fixed order, so results do
+ * not depend on the thread count nor on the other tokens of the batch, and matvec and
+ * matmul, which are the same code here, give identical bits.
  *
  * Speed: decode reads every weight once per step, so the dots must run at memory speed.
- * They are plain loops the compiler vectorises (omp simd reductions); the decoders in
+ * They are plain loops the compiler vectorises (partial sums in lanes); the decoders in
  * f16.h are branch-free for that reason. The hot function is also built for x86-64-v3
  * (AVX2, FMA, F16C) and picked at load time where the CPU has it.
  */
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "kernels/f16.h"
 #include "kernels/q8_0.h"
@@ -26,41 +29,52 @@
 /* Dot products, one per weight type                                                   */
 /* ---------------------------------------------------------------------------------- */
 
-static inline float dot_f32(const float *w /* [n] */, const float *x /* [n] */, int32_t n) {
-    float s = 0.0f;
-#pragma omp simd reduction(+ : s)
-    for (int32_t i = 0; i < n; i++) s += w[i] * x[i];
+/* A float sum has one add in flight per accumulator; LANES partial sums (lane = i % LANES)
+ * give the vectoriser four 8-wide accumulators, enough to hide the add latency. The
+ * lanes are then folded in halves (a tree the vectoriser also handles), then the tail
+ * is added: a fixed order, whatever the CPU. */
+#define LANES 32
+#define DOT(load)                                                                       \
+    float acc[LANES] = {0.0f};                                                          \
+    int32_t i = 0;                                                                      \
+    for (; i + LANES <= n; i += LANES)                                                  \
+        for (int k = 0; k < LANES; k++) acc[k] += load(i + k) * x[i + k];               \
+    for (int half = LANES / 2; half > 0; half /= 2)                                     \
+        for (int k = 0; k < half; k++) acc[k] += acc[k + half];                         \
+    float s = acc[0];                                                                   \
+    for (; i < n; i++) s += load(i) * x[i];                                             \
     return s;
+
+static inline float dot_f32(const float *w /* [n] */, const float *x /* [n] */, int32_t n) {
+#define LOAD_F32(i) w[i]
+    DOT(LOAD_F32)
 }
 
 static inline float dot_f16(const uint16_t *w /* [n] */, const float *x /* [n] */, int32_t n) {
-    float s = 0.0f;
-#pragma omp simd reduction(+ : s)
-    for (int32_t i = 0; i < n; i++) s += tm_f16_to_f32(w[i]) * x[i];
-    return s;
+#define LOAD_F16(i) tm_f16_to_f32(w[i])
+    DOT(LOAD_F16)
 }
 
 static inline float dot_bf16(const uint16_t *w /* [n] */, const float *x /* [n] */, int32_t n) {
-    float s = 0.0f;
-#pragma omp simd reduction(+ : s)
-    for (int32_t i = 0; i < n; i++) s += tm_bf16_to_f32(w[i]) * x[i];
-    return s;
+#define LOAD_BF16(i) tm_bf16_to_f32(w[i])
+    DOT(LOAD_BF16)
 }
 
-/* Per block: d * sum_j q[j] x[j], the blocks summed in order. */
+/* Lane k sums element k of every block, (d * q[k]) * x[k] (the value the weight stands
+ * for, times x, as the CUDA kernel computes it); the 32 lanes are then folded in halves. */
 static inline float dot_q8_0(const uint8_t *w /* [n / 32][34] */, const float *x /* [n] */,
                              int32_t n) {
-    float s = 0.0f;
+    float acc[TM_Q8_0_BLOCK] = {0.0f};
     for (int32_t b = 0; b < n / TM_Q8_0_BLOCK; b++) {
         const uint8_t *blk = w + (int64_t)b * TM_Q8_0_BLOCK_BYTES;
         const int8_t *q = (const int8_t *)(blk + 2);
         const float *xb = x + (int64_t)b * TM_Q8_0_BLOCK;
-        float sb = 0.0f;
-#pragma omp simd reduction(+ : sb)
-        for (int j = 0; j < TM_Q8_0_BLOCK; j++) sb += (float)q[j] * xb[j];
-        s += tm_q8_0_scale(blk) * sb;
+        float d = tm_q8_0_scale(blk);
+        for (int k = 0; k < TM_Q8_0_BLOCK; k++) acc[k] += (d * (float)q[k]) * xb[k];
     }
-    return s;
+    for (int half = TM_Q8_0_BLOCK / 2; half > 0; half /= 2)
+        for (int k = 0; k < half; k++) acc[k] += acc[k + half];
+    return acc[0];
 }
 
 /* ---------------------------------------------------------------------------------- */
@@ -68,19 +82,54 @@ static inline float dot_q8_0(const uint8_t *w /* [n / 32][34] */, const float *x
 /* ---------------------------------------------------------------------------------- */
 
 #define TILE_BYTES (128 * 1024) /* weights per tile: well inside a 512 KiB-1 MiB L2 */
+#define X_CHUNK_FLOATS (64 * 1024) /* activations per pass over a tile: 256 KiB, in L2 */
 
-#define DEFINE_TILE(wname, elem_t)                                  \
+static inline void convert_f16(float *row, const uint8_t *w, int32_t n) {
+    const uint16_t *h = (const uint16_t *)w;
+    for (int32_t i = 0; i < n; i++) row[i] = tm_f16_to_f32(h[i]);
+}
+static inline void convert_bf16(float *row, const uint8_t *w, int32_t n) {
+    const uint16_t *h = (const uint16_t *)w;
+    for (int32_t i = 0; i < n; i++) row[i] = tm_bf16_to_f32(h[i]);
+}
+static inline void convert_q8_0(float *row, const uint8_t *w, int32_t n) {
+    tm_q8_0_dequantize_row(row, w, n);
+}
+static inline void convert_f32(float *row, const uint8_t *w, int32_t n) {
+    memcpy(row, w, (size_t)n * sizeof(float));
+}
+
+/* One token: each row's dot straight from the weights. Several tokens (row_buf given):
+ * each row is converted to f32 once per pass and dotted with every token of the pass,
+ * so the conversion is not paid again per token. Both give the same bits: conversion
+ * is exact and dot_f32 adds in the lanes and order of every dot_<type> (for Q8_0, lane k
+ * is element k of each 32-value block in both). */
+#define DEFINE_TILE(wname, elem_t)                                                      \
     __attribute__((target_clones("arch=x86-64-v3", "default")))                        \
     static void tile_##wname(float *out /* [n_tokens][out_stride] */,                   \
                              const float *x /* [n_tokens][n_in] */,                     \
                              const uint8_t *w /* [n_out][row_bytes] */, int64_t row_bytes, \
                              int32_t n_tokens, int32_t n_in, int32_t out_stride,        \
-                             int32_t row_begin, int32_t row_end) {                      \
-        for (int32_t t = 0; t < n_tokens; t++) {                                        \
-            const float *xt = x + (int64_t)t * n_in;                                    \
-            float *ot = out + (int64_t)t * out_stride;                                  \
-            for (int32_t o = row_begin; o < row_end; o++)                               \
-                ot[o] = dot_##wname((const elem_t *)(w + o * row_bytes), xt, n_in);     \
+                             int32_t row_begin, int32_t row_end,                        \
+                             float *row_buf /* [n_in] or NULL */) {                     \
+        if (!row_buf || n_tokens == 1) {                                                \
+            for (int32_t t = 0; t < n_tokens; t++) {                                    \
+                const float *xt = x + (int64_t)t * n_in;                                \
+                float *ot = out + (int64_t)t * out_stride;                              \
+                for (int32_t o = row_begin; o < row_end; o++)                           \
+                    ot[o] = dot_##wname((const elem_t *)(w + o * row_bytes), xt, n_in); \
+            }                                                                           \
+            return;                                                                     \
+        }                                                                               \
+        int32_t chunk = X_CHUNK_FLOATS / n_in > 0 ? X_CHUNK_FLOATS / n_in : 1;          \
+        for (int32_t t0 = 0; t0 < n_tokens; t0 += chunk) {                              \
+            int32_t t1 = t0 + chunk < n_tokens ? t0 + chunk : n_tokens;                 \
+            for (int32_t o = row_begin; o < row_end; o++) {                             \
+                convert_##wname(row_buf, w + o * row_bytes, n_in);                      \
+                for (int32_t t = t0; t < t1; t++)                                       \
+                    out[(int64_t)t * out_stride + o] =                                  \
+                        dot_f32(row_buf, x + (int64_t)t * n_in, n_in);                  \
+            }                                                                           \
         }                                                                               \
     }
 
@@ -90,7 +139,7 @@ DEFINE_TILE(bf16, uint16_t)
 DEFINE_TILE(q8_0, uint8_t)
 
 typedef void tile_fn(float *, const float *, const uint8_t *, int64_t, int32_t, int32_t,
-                     int32_t, int32_t, int32_t);
+                     int32_t, int32_t, int32_t, float *);
 
 /* Enough work to be worth waking the other threads (decode of a tiny model is not). */
 #define PARALLEL_MIN_MACS (64 * 1024)
@@ -110,11 +159,19 @@ static void matmul_any(tile_fn *tile, int32_t wtype, float *out /* [n_tokens][ou
         n_tiles = (n_out + rows_per_tile - 1) / rows_per_tile;
     }
     int64_t macs = (int64_t)n_tokens * n_in * n_out;
-#pragma omp parallel for schedule(static) num_threads(threads) if (macs >= PARALLEL_MIN_MACS)
-    for (int32_t i = 0; i < n_tiles; i++) {
-        int32_t begin = i * rows_per_tile;
-        int32_t end = begin + rows_per_tile < n_out ? begin + rows_per_tile : n_out;
-        tile(out, x, (const uint8_t *)w, row_bytes, n_tokens, n_in, out_stride, begin, end);
+    int convert_rows = wtype != TM_WTYPE_F32 && n_tokens > 1;
+#pragma omp parallel num_threads(threads) if (macs >= PARALLEL_MIN_MACS)
+    {
+        /* Without the buffer (no memory) the direct path gives the same bits. */
+        float *row_buf = convert_rows ? malloc((size_t)n_in * sizeof(float)) : NULL;
+#pragma omp for schedule(static)
+        for (int32_t i = 0; i < n_tiles; i++) {
+            int32_t begin = i * rows_per_tile;
+            int32_t end = begin + rows_per_tile < n_out ? begin + rows_per_tile : n_out;
+            tile(out, x, (const uint8_t *)w, row_bytes, n_tokens, n_in, out_stride, begin,
+                 end, row_buf);
+        }
+        free(row_buf);
     }
 }
 

@@ -7,7 +7,8 @@
  * value d * q needs 11 + 7 significant bits), so nothing else enters. A wrong element,
  * a skipped block or a misplaced row is larger than this bound by orders of magnitude.
  * Also checked: columns of a wider output row (out_stride) are left alone; matvec and
- * matmul give the same bits; results do not depend on the thread count.
+ * matmul give the same bits; results do not depend on the thread count, nor on the
+ * other tokens of a batch (a sequence decodes the same alone or batched).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -138,6 +139,24 @@ static void test_thread_count_does_not_change_bits(void **state) {
     }
 }
 
+static void test_batch_does_not_change_bits(void **state) {
+    (void)state;
+    for (size_t c = 0; c < sizeof CASES / sizeof CASES[0]; c++) {
+        struct problem batch = make_problem(CASES[c].wtype, 6, 1024, 300, 300, 99 + c);
+        float *all = run(CASES[c].matvec, 1, &batch);
+        for (int32_t t = 0; t < 6; t++) {
+            struct problem one = batch;
+            one.n_tokens = 1;
+            one.x = batch.x + (int64_t)t * batch.n_in;
+            float *alone = run(CASES[c].matvec, 1, &one);
+            assert_memory_equal(alone, all + (int64_t)t * 300, sizeof(float) * 300);
+            free(alone);
+        }
+        free(all);
+        free_problem(&batch);
+    }
+}
+
 static void test_zero_tokens(void **state) {
     (void)state;
     struct problem p = make_problem(TM_WTYPE_F32, 0, 64, 8, 8, 5);
@@ -152,6 +171,7 @@ int main(void) {
         cmocka_unit_test(test_prefill_shapes),
         cmocka_unit_test(test_large_rows),
         cmocka_unit_test(test_thread_count_does_not_change_bits),
+        cmocka_unit_test(test_batch_does_not_change_bits),
         cmocka_unit_test(test_zero_tokens),
     };
     return cmocka_run_group_tests_name("kernel twins: matvec and matmul", tests, NULL, NULL);
