@@ -13,6 +13,7 @@ typedef struct img {
 
 static inline void img_put(img *b, const void *p, size_t n)
 {
+    if (n == 0) return;
     if (b->len + n > b->cap) {
         b->cap = (b->len + n) * 2 + 64;
         b->data = realloc(b->data, b->cap);
