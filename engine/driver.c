@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -53,6 +54,8 @@ static void *open_simcuda(char *path, size_t cap)
         snprintf(path, cap, "%s/%s", dir, rel[i]);
         if (access(path, R_OK) != 0) continue;
         void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+        char resolved[PATH_MAX];
+        if (h && realpath(path, resolved) && strlen(resolved) < cap) strcpy(path, resolved); /* for the message */
         if (h) return h;
     }
     return NULL;
@@ -119,9 +122,10 @@ int tm_driver_open(tm_driver *drv, const tm_driver_options *opt, char *err, size
     if ((rc = drv->cuDevicePrimaryCtxRetain(&drv->context, drv->device)) != CUDA_SUCCESS ||
         (rc = drv->cuCtxSetCurrent(drv->context)) != CUDA_SUCCESS)
         return fail(err, errlen, "cannot create a context on device 0: %s", tm_cu_name(drv, rc));
-    if (opt->verbose)
-        fprintf(stderr, "tiermem-llm: driver %s, device 0: %s, %.1f MiB\n", drv->path, drv->device_name,
-                drv->device_total / 1048576.0);
+    int version = 0;
+    if (opt->verbose && drv->cuDriverGetVersion(&version) == CUDA_SUCCESS)
+        fprintf(stderr, "tiermem-llm: driver %s (CUDA %d.%d), device 0: %s, %.1f MiB\n", drv->path, version / 1000,
+                version % 1000 / 10, drv->device_name, drv->device_total / 1048576.0);
     return 0;
 }
 

@@ -79,6 +79,13 @@ int model_load(tm_model *m, const tm_driver *drv, const gguf_file *f, const mode
         model_free(m);
         return -1;
     }
+    /* copies to the device are done before anything runs (cuCtxSynchronize_v2 takes the context) */
+    CUresult rc = drv->cuCtxSynchronize(drv->context);
+    if (rc != CUDA_SUCCESS) {
+        fail(m, "cuCtxSynchronize after loading failed: %s", tm_cu_name(drv, rc));
+        model_free(m);
+        return -1;
+    }
     return 0;
 }
 
