@@ -142,10 +142,7 @@ static CUresult load_host_kernels(tm_driver *drv)
         snprintf(drv->module_path, sizeof drv->module_path, "%s/%s", dir, rel[i]);
         if (access(drv->module_path, R_OK) != 0) continue;
         rc = drv->cuModuleLoad(&drv->module, drv->module_path);
-        if (rc == CUDA_SUCCESS) {
-            drv->host_kernels = true;
-            return rc;
-        }
+        if (rc == CUDA_SUCCESS) return rc;
     }
     return rc;
 }
@@ -187,14 +184,8 @@ CUresult tm_launch(const tm_driver *drv, int id, struct tm_geom g, void **params
 
 void tm_driver_close(tm_driver *drv)
 {
-    /* NOTE: with the host-kernel library, neither the module nor the context (which would
-     * unload it) is released: simcuda's dlclose would pull libgomp out from under the
-     * OpenMP worker threads, which outlive the module and crash the process. The process
-     * is exiting; device memory was freed before this. */
-    if (!drv->host_kernels) {
-        if (drv->module) drv->cuModuleUnload(drv->module);
-        if (drv->context) drv->cuDevicePrimaryCtxRelease(drv->device);
-    }
+    if (drv->module) drv->cuModuleUnload(drv->module);
+    if (drv->context) drv->cuDevicePrimaryCtxRelease(drv->device);
     /* the driver library stays loaded: libraries it pulled in may have exit handlers */
     memset(drv, 0, sizeof *drv);
 }

@@ -27,7 +27,6 @@ typedef struct tm_driver {
     char device_name[256];
     size_t device_total;            /* bytes */
     CUmodule module;
-    bool host_kernels;              /* the module is the host-kernel library */
     char module_path[4096];
     CUfunction fn[TM_KERNEL_COUNT]; /* by enum tm_kernel_id */
 } tm_driver;
