@@ -97,6 +97,23 @@ bool tm_policy_place(const tm_policy *policy, const tm_tiers *tiers, const tm_al
     return false;
 }
 
+bool tm_policy_place_whole(const tm_policy *policy, const tm_tiers *tiers, const tm_alloc_desc *alloc,
+                           bool lower_tiers, tm_tier_id *tier)
+{
+    tm_tier_id sequence[TM_TIER_COUNT];
+    int count = tier_sequence(policy, tiers, alloc, sequence);
+    uint64_t bytes = tm_round_up(alloc->size, policy->chunk_size);
+    for (int i = 0; i < count; i++) {
+        if (!lower_tiers && sequence[i] != TM_TIER_HBM)
+            continue;
+        if (tm_tier_room(tiers, sequence[i]) >= bytes) {
+            *tier = sequence[i];
+            return true;
+        }
+    }
+    return false;
+}
+
 tm_tier_id tm_plan_chunk_tier(const tm_plan *plan, uint64_t index)
 {
     for (int i = 0; i < plan->run_count; i++) {

@@ -52,6 +52,12 @@ bool tm_policy_wants_chunks(const tm_policy *policy, const tm_alloc_desc *alloc)
 bool tm_policy_place(const tm_policy *policy, const tm_tiers *tiers, const tm_alloc_desc *alloc,
                      tm_plan *plan);
 
+/* For memory that cannot be split (a physical handle the program creates itself): the
+ * first tier of the allocation's sequence with room for all of it. `lower_tiers` false
+ * leaves only HBM. Returns false when none has room. */
+bool tm_policy_place_whole(const tm_policy *policy, const tm_tiers *tiers, const tm_alloc_desc *alloc,
+                           bool lower_tiers, tm_tier_id *tier);
+
 /* The tier of chunk `index` in a plan. */
 tm_tier_id tm_plan_chunk_tier(const tm_plan *plan, uint64_t index);
 

@@ -79,6 +79,12 @@ static uint64_t saturating_add(uint64_t a, uint64_t b)
     return __builtin_add_overflow(a, b, &sum) ? UINT64_MAX : sum;
 }
 
+uint64_t tm_default_hbm_reserve(uint64_t hbm_limit, uint64_t chunk_size)
+{
+    uint64_t share = hbm_limit / 64;
+    return chunk_size ? (share + chunk_size - 1) / chunk_size * chunk_size : share;
+}
+
 uint64_t tm_tier_room(const tm_tiers *tiers, tm_tier_id tier)
 {
     const tm_tier_state *state = &tiers->tier[tier];

@@ -50,6 +50,10 @@ typedef struct tm_tiers {
     uint64_t hbm_reserve; /* HBM bytes tiered allocations leave free */
 } tm_tiers;
 
+/* The HBM reserve when TIERMEM_HBM_RESERVE is not given: 1/64 of the HBM limit, in whole
+ * chunks. */
+uint64_t tm_default_hbm_reserve(uint64_t hbm_limit, uint64_t chunk_size);
+
 /* Bytes a tiered allocation may still take from `tier` (0 for an absent tier; for HBM,
  * what the limit leaves after the reserve). */
 uint64_t tm_tier_room(const tm_tiers *tiers, tm_tier_id tier);

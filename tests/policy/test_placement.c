@@ -86,6 +86,9 @@ static void test_room_and_peak(void **state)
     assert_int_equal(t.tier[TM_TIER_HBM].used, 0);
     t.tier[TM_TIER_CXL].present = false;
     assert_int_equal(tm_tier_room(&t, TM_TIER_CXL), 0);
+    /* the default reserve: 1/64 of the limit in whole chunks */
+    assert_int_equal(tm_default_hbm_reserve(16 * TM_GIB, CHUNK), 256 * TM_MIB);
+    assert_int_equal(tm_default_hbm_reserve(100 * TM_MIB, CHUNK), 2 * TM_MIB);
 }
 
 static void test_meminfo_views(void **state)
@@ -270,6 +273,28 @@ static void test_whole_mode_for_pinned_host_fallback(void **state)
     assert_int_equal(e.run_count, 1);
 }
 
+static void test_whole_placement_for_handles(void **state)
+{
+    (void)state;
+    tm_policy p = make_policy();
+    tm_tiers t = make_tiers();
+    tm_tier_id tier;
+    tm_alloc_desc a = { .size = 900 * TM_MIB };
+    assert_true(tm_policy_place_whole(&p, &t, &a, true, &tier));
+    assert_int_equal(tier, TM_TIER_HBM);
+    tm_tier_charge(&t, TM_TIER_HBM, 900 * TM_MIB);
+    a.size = 100 * TM_MIB; /* 60 MiB left in HBM: the whole handle goes to CXL */
+    assert_true(tm_policy_place_whole(&p, &t, &a, true, &tier));
+    assert_int_equal(tier, TM_TIER_CXL);
+    assert_false(tm_policy_place_whole(&p, &t, &a, false, &tier)); /* HBM only */
+    a.size = 600 * TM_MIB; /* no single tier holds it */
+    assert_false(tm_policy_place_whole(&p, &t, &a, true, &tier));
+    a.size = 300 * TM_MIB;
+    assert_true(tm_rules_parse("size>=200M=ddr", &p.rules));
+    assert_true(tm_policy_place_whole(&p, &t, &a, true, &tier));
+    assert_int_equal(tier, TM_TIER_CXL); /* DDR (256 MiB) is too small: next in order */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -284,6 +309,7 @@ int main(void)
         cmocka_unit_test(test_absent_tier_skipped),
         cmocka_unit_test(test_rule_puts_its_tier_first),
         cmocka_unit_test(test_whole_mode_for_pinned_host_fallback),
+        cmocka_unit_test(test_whole_placement_for_handles),
     };
     return cmocka_run_group_tests_name("policy placement", tests, NULL, NULL);
 }

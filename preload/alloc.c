@@ -1,0 +1,350 @@
+/* alloc.c — tracked allocations: routing, chunked placement, counting, release
+ * (see alloc.h). */
+#include "preload/alloc.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "policy/units.h"
+#include "preload/driver.h"
+#include "preload/log.h"
+#include "preload/stats.h"
+
+/* Buffer ids of chunked allocations: above anything a driver hands out. */
+static uint64_t next_buffer_id = (uint64_t)1 << 62;
+
+/* ---------------------------------------------------------------- routing */
+
+tm_route tm_route_allocation(uint64_t bytes, tm_device **device, CUcontext *ctx)
+{
+    if (bytes == 0 || !(*device = tm_device_current(ctx)))
+        return TM_ROUTE_DRIVER;
+    tm_alloc_desc desc = { .size = bytes };
+    if (tm_policy_wants_chunks(&(*device)->policy, &desc))
+        return TM_ROUTE_CHUNKED;
+    /* a small allocation the HBM limit cannot take any more goes to the lower tiers */
+    uint64_t hbm_used = tm_stats_tier_used(TM_TIER_HBM);
+    if (hbm_used + bytes > (*device)->tiers.tier[TM_TIER_HBM].limit)
+        return TM_ROUTE_CHUNKED;
+    return TM_ROUTE_SMALL;
+}
+
+/* ---------------------------------------------------------------- counting */
+
+static void charge_plan(const tm_plan *plan, int sign)
+{
+    for (int t = 0; t < TM_TIER_COUNT; t++) {
+        int64_t chunks = (int64_t)plan->per_tier[t];
+        if (chunks)
+            tm_stats_tier_add((tm_tier_id)t, sign * chunks * (int64_t)plan->chunk_size, sign * chunks);
+    }
+}
+
+static void record_in_stats(tm_alloc *a)
+{
+    uint32_t chunks[TM_STATS_TIERS] = { 0 };
+    uint32_t flags = 0;
+    if (a->backing) {
+        for (int t = 0; t < TM_STATS_TIERS; t++)
+            chunks[t] = (uint32_t)a->backing->plan.per_tier[t];
+        if (a->backing->pinned_host)
+            flags |= TM_STATS_RECORD_PINNED_HOST;
+    }
+    a->stats_slot = tm_stats_record_add(a->path, a->range.base, a->range.size, chunks, flags);
+}
+
+void tm_track_driver_alloc(CUcontext ctx, CUdeviceptr dptr, uint64_t bytes, uint32_t path, bool managed)
+{
+    tm_alloc *a = calloc(1, sizeof *a);
+    if (!a) {
+        tm_log_once(TM_LOG_WARN, "out of memory for allocation records; some allocations go uncounted");
+        return;
+    }
+    a->range = (tm_range){ .base = dptr, .size = bytes };
+    a->ctx = ctx;
+    a->path = path;
+    a->managed = managed;
+    a->stats_slot = -1;
+    if (!tm_registry_insert(&a->range)) {
+        tm_log_once(TM_LOG_WARN, "allocation at 0x%llx overlaps a tracked one; left uncounted",
+                    (unsigned long long)dptr);
+        free(a);
+        return;
+    }
+    if (managed) {
+        record_in_stats(a);
+        tm_stat_add(managed_count, 1);
+        tm_stat_add(managed_bytes, bytes);
+    } else {
+        tm_stat_add(small_count, 1);
+        tm_stat_add(small_bytes, bytes);
+        tm_stats_tier_add(TM_TIER_HBM, (int64_t)bytes, 0);
+    }
+    tm_stat_add(alloc_total, 1);
+}
+
+void tm_forget(tm_alloc *a)
+{
+    if (a->managed) {
+        tm_stat_sub(managed_count, 1);
+        tm_stat_sub(managed_bytes, a->range.size);
+    } else {
+        tm_stat_sub(small_count, 1);
+        tm_stat_sub(small_bytes, a->range.size);
+        tm_stats_tier_add(TM_TIER_HBM, -(int64_t)a->range.size, 0);
+    }
+    tm_stats_record_remove(a->stats_slot);
+    tm_stat_add(free_total, 1);
+    free(a);
+}
+
+/* ---------------------------------------------------------------- chunked allocations */
+
+static void refuse_tier(tm_device *device, tm_tier_id tier, CUresult result)
+{
+    pthread_mutex_lock(&device->place_lock);
+    bool was_present = device->tiers.tier[tier].present;
+    device->tiers.tier[tier].present = false;
+    pthread_mutex_unlock(&device->place_lock);
+    __atomic_store_n(&tm_stats->tier[tier].present, 0, __ATOMIC_RELAXED);
+    if (was_present)
+        tm_warn("the driver refused memory on node %d for the %s tier (error %d); the tier is not used",
+                device->tiers.tier[tier].node, tm_tier_name(tier), (int)result);
+}
+
+bool tm_alloc_chunked(tm_device *device, CUcontext ctx, uint64_t bytes, uint32_t path,
+                      CUdeviceptr *dptr, CUresult *result)
+{
+    tm_alloc_desc desc = { .size = bytes };
+    bool full[TM_TIER_COUNT] = { false };
+    for (int attempt = 0; attempt <= TM_TIER_COUNT; attempt++) {
+        /* plan and charge in one step, so two threads never count on the same room */
+        tm_plan plan;
+        pthread_mutex_lock(&device->place_lock);
+        tm_tiers now;
+        tm_device_tiers_now(device, &now);
+        for (int t = 0; t < TM_TIER_COUNT; t++)
+            if (full[t])
+                now.tier[t].present = false;
+        bool fits = tm_policy_place(&device->policy, &now, &desc, &plan);
+        if (fits)
+            charge_plan(&plan, +1);
+        pthread_mutex_unlock(&device->place_lock);
+        if (!fits)
+            break;
+
+        tm_backing *backing;
+        tm_tier_id tier;
+        CUresult driver_result;
+        switch (tm_backing_create(&plan, &device->target, &backing, &tier, &driver_result)) {
+        case TM_BACKING_OK: {
+            tm_alloc *a = calloc(1, sizeof *a);
+            if (a) {
+                a->range = (tm_range){ .base = backing->base, .size = bytes };
+                a->ctx = ctx;
+                a->path = path;
+                a->backing = backing;
+                a->id = __atomic_fetch_add(&next_buffer_id, 1, __ATOMIC_RELAXED);
+            }
+            if (!a || !tm_registry_insert(&a->range)) {
+                free(a);
+                tm_backing_destroy(backing);
+                charge_plan(&plan, -1);
+                tm_log_once(TM_LOG_WARN, "cannot record a chunked allocation; passing such calls through");
+                tm_stat_add(passthrough_total, 1);
+                return false;
+            }
+            record_in_stats(a);
+            tm_stat_add(tiered_count, 1);
+            tm_stat_add(tiered_bytes, bytes);
+            tm_stat_add(alloc_total, 1);
+            tm_debug("0x%llx: %llu bytes in %llu chunks (hbm %llu, cxl %llu, ddr %llu)",
+                     (unsigned long long)backing->base, (unsigned long long)bytes,
+                     (unsigned long long)plan.chunks, (unsigned long long)plan.per_tier[TM_TIER_HBM],
+                     (unsigned long long)plan.per_tier[TM_TIER_CXL], (unsigned long long)plan.per_tier[TM_TIER_DDR]);
+            *dptr = backing->base;
+            *result = CUDA_SUCCESS;
+            return true;
+        }
+        case TM_BACKING_TIER_FULL:
+            charge_plan(&plan, -1);
+            full[tier] = true;
+            continue;
+        case TM_BACKING_TIER_REFUSED:
+            charge_plan(&plan, -1);
+            refuse_tier(device, tier, driver_result);
+            continue;
+        case TM_BACKING_INTERNAL:
+            charge_plan(&plan, -1);
+            tm_log_once(TM_LOG_WARN, "a chunked allocation failed in the driver (error %d); passing the call "
+                        "through", (int)driver_result);
+            tm_stat_add(passthrough_total, 1);
+            return false;
+        }
+    }
+    char size[32];
+    tm_debug("no tier has room for %s", tm_format_size(bytes, size, sizeof size));
+    tm_stat_add(oom_total, 1);
+    *result = CUDA_ERROR_OUT_OF_MEMORY;
+    return true;
+}
+
+/* Runs `wait` with `ctx` current (it may be another thread's, or none, right now). */
+static void wait_in_context(CUcontext ctx)
+{
+    CUcontext current = NULL;
+    tm_real.cuCtxGetCurrent(&current);
+    if (current == ctx) {
+        tm_real.cuCtxSynchronize();
+    } else if (tm_real.cuCtxPushCurrent_v2(ctx) == CUDA_SUCCESS) {
+        tm_real.cuCtxSynchronize();
+        CUcontext popped;
+        tm_real.cuCtxPopCurrent_v2(&popped);
+    }
+}
+
+void tm_free_chunked(tm_alloc *a, tm_wait wait, CUstream stream)
+{
+    switch (wait) {
+    case TM_WAIT_CONTEXT: wait_in_context(a->ctx); break;
+    case TM_WAIT_STREAM: tm_real.cuStreamSynchronize(stream); break;
+    case TM_WAIT_STREAM_PTSZ:
+        if (tm_real.cuStreamSynchronize_ptsz)
+            tm_real.cuStreamSynchronize_ptsz(stream);
+        else
+            tm_real.cuStreamSynchronize(stream);
+        break;
+    case TM_WAIT_NOTHING: break;
+    }
+    charge_plan(&a->backing->plan, -1);
+    tm_backing_destroy(a->backing);
+    tm_stats_record_remove(a->stats_slot);
+    tm_stat_sub(tiered_count, 1);
+    tm_stat_sub(tiered_bytes, a->range.size);
+    tm_stat_add(free_total, 1);
+    free(a);
+}
+
+/* ---------------------------------------------------------------- lookups */
+
+tm_alloc *tm_untrack(CUdeviceptr dptr)
+{
+    if (tm_registry_count() == 0)
+        return NULL;
+    tm_range *range = tm_registry_remove(dptr);
+    return range ? (tm_alloc *)range : NULL;
+}
+
+void tm_retrack(tm_alloc *a)
+{
+    if (!tm_registry_insert(&a->range))
+        tm_log_once(TM_LOG_WARN, "lost track of the allocation at 0x%llx", (unsigned long long)a->range.base);
+}
+
+static void copy_view(const tm_range *range, void *arg)
+{
+    const tm_alloc *a = (const tm_alloc *)range;
+    tm_alloc_view *view = arg;
+    view->base = a->range.base;
+    view->size = a->range.size;
+    view->extent = a->backing ? a->backing->bytes : a->range.size;
+    view->ctx = a->ctx;
+    view->chunked = a->backing != NULL;
+    view->id = a->id;
+}
+
+bool tm_lookup(CUdeviceptr address, tm_alloc_view *view)
+{
+    return tm_registry_count() != 0 && tm_registry_find(address, copy_view, view);
+}
+
+/* ---------------------------------------------------------------- teardown */
+
+static bool in_context(const tm_range *range, void *ctx)
+{
+    return ((const tm_alloc *)range)->ctx == (CUcontext)ctx;
+}
+
+static bool every(const tm_range *range, void *arg)
+{
+    (void)range;
+    (void)arg;
+    return true;
+}
+
+void tm_release_context(CUcontext ctx, bool context_alive)
+{
+    size_t count;
+    tm_range **taken = tm_registry_take(in_context, ctx, &count);
+    if (count && context_alive)
+        wait_in_context(ctx);
+    for (size_t i = 0; i < count; i++) {
+        tm_alloc *a = (tm_alloc *)taken[i];
+        /* memory the driver made goes with the context */
+        if (a->backing)
+            tm_free_chunked(a, TM_WAIT_NOTHING, NULL);
+        else
+            tm_forget(a);
+    }
+    free(taken);
+}
+
+/* Bases released at exit, sorted, for frees the program still makes afterwards. */
+static CUdeviceptr *released_bases;
+static size_t released_count;
+
+static int compare_bases(const void *a, const void *b)
+{
+    CUdeviceptr x = *(const CUdeviceptr *)a, y = *(const CUdeviceptr *)b;
+    return (x > y) - (x < y);
+}
+
+void tm_release_all_at_exit(void)
+{
+    size_t count;
+    tm_range **taken = tm_registry_take(every, NULL, &count);
+    CUdeviceptr *bases = count ? malloc(count * sizeof *bases) : NULL;
+    for (size_t i = 0; i < count; i++) {
+        tm_alloc *a = (tm_alloc *)taken[i];
+        if (bases)
+            bases[i] = a->range.base;
+        if (a->backing) {
+            tm_free_chunked(a, TM_WAIT_CONTEXT, NULL);
+            continue;
+        }
+        CUcontext current = NULL;
+        tm_real.cuCtxGetCurrent(&current);
+        bool pushed = current != a->ctx && tm_real.cuCtxPushCurrent_v2(a->ctx) == CUDA_SUCCESS;
+        tm_real.cuMemFree_v2(a->range.base);
+        if (pushed) {
+            CUcontext popped;
+            tm_real.cuCtxPopCurrent_v2(&popped);
+        }
+        tm_forget(a);
+    }
+    free(taken);
+    if (bases) {
+        qsort(bases, count, sizeof *bases, compare_bases);
+        released_count = count;
+        __atomic_store_n(&released_bases, bases, __ATOMIC_RELEASE);
+    }
+}
+
+bool tm_released_at_exit(CUdeviceptr dptr)
+{
+    CUdeviceptr *bases = __atomic_load_n(&released_bases, __ATOMIC_ACQUIRE);
+    return bases && bsearch(&dptr, bases, released_count, sizeof *bases, compare_bases);
+}
+
+void tm_forget_all_in_child(void)
+{
+    size_t count;
+    tm_range **taken = tm_registry_take(every, NULL, &count);
+    for (size_t i = 0; i < count; i++) {
+        tm_alloc *a = (tm_alloc *)taken[i];
+        free(a->backing);
+        free(a);
+    }
+    free(taken);
+}

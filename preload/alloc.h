@@ -1,0 +1,85 @@
+/* alloc.h — the allocations the interposer tracks: chunked ones it places itself, and the
+ * small and managed ones the driver makes that it counts. Every path of hook_alloc.c and
+ * the teardown hooks of hook_context.c go through here. */
+#ifndef TM_PRELOAD_ALLOC_H
+#define TM_PRELOAD_ALLOC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "preload/backing.h"
+#include "preload/cuda_api.h"
+#include "preload/device.h"
+#include "preload/registry.h"
+
+typedef struct tm_alloc {
+    tm_range range;         /* base: the program's pointer; size: the bytes it asked for */
+    CUcontext ctx;          /* the context current at allocation */
+    uint32_t path;          /* enum tm_stats_path */
+    bool managed;           /* cuMemAllocManaged: counted, not placed */
+    int stats_slot;         /* its record in the stats region, or -1 */
+    uint64_t id;            /* the buffer id pointer attributes report for chunked memory */
+    tm_backing *backing;    /* chunked: the chunks; NULL for memory the driver made */
+} tm_alloc;
+
+/* How an allocation request is served. */
+typedef enum tm_route {
+    TM_ROUTE_DRIVER,        /* straight to the driver, not tracked (tiering off, no context) */
+    TM_ROUTE_SMALL,         /* to the driver, counted in HBM */
+    TM_ROUTE_CHUNKED,       /* chunks placed across the tiers */
+} tm_route;
+
+tm_route tm_route_allocation(uint64_t bytes, tm_device **device, CUcontext *ctx);
+
+/* Makes a chunked allocation. Returns false when the call must pass through to the driver
+ * instead (an internal error, logged once). Otherwise *result is the program's answer:
+ * CUDA_SUCCESS with *dptr set, or CUDA_ERROR_OUT_OF_MEMORY when no tier had room. */
+bool tm_alloc_chunked(tm_device *device, CUcontext ctx, uint64_t bytes, uint32_t path,
+                      CUdeviceptr *dptr, CUresult *result);
+
+/* Counts memory the driver allocated (small or managed). */
+void tm_track_driver_alloc(CUcontext ctx, CUdeviceptr dptr, uint64_t bytes, uint32_t path, bool managed);
+
+/* Takes the record of the allocation starting exactly at `dptr` out of the registry
+ * (NULL when there is none). The caller then frees it, or puts it back. */
+tm_alloc *tm_untrack(CUdeviceptr dptr);
+void tm_retrack(tm_alloc *alloc);
+
+/* After the driver freed memory it made: drops the counts and the record. */
+void tm_forget(tm_alloc *alloc);
+
+/* How to wait for work that may still use a chunked allocation before releasing it. */
+typedef enum tm_wait {
+    TM_WAIT_CONTEXT,        /* cuMemFree: the allocation's context */
+    TM_WAIT_STREAM,         /* cuMemFreeAsync: the stream */
+    TM_WAIT_STREAM_PTSZ,    /* cuMemFreeAsync_ptsz: the stream, per-thread default */
+    TM_WAIT_NOTHING,        /* the context is gone already */
+} tm_wait;
+
+/* Waits as told, releases the chunks, drops the counts and the record. */
+void tm_free_chunked(tm_alloc *alloc, tm_wait wait, CUstream stream);
+
+/* Was `dptr` released by the exit handler? (A program may free it afterwards.) */
+bool tm_released_at_exit(CUdeviceptr dptr);
+
+/* What the info hooks report about an address inside a tracked allocation. */
+typedef struct tm_alloc_view {
+    CUdeviceptr base;
+    uint64_t size;          /* requested */
+    uint64_t extent;        /* mapped: chunked allocations round up to whole chunks */
+    CUcontext ctx;
+    bool chunked;
+    uint64_t id;
+} tm_alloc_view;
+
+bool tm_lookup(CUdeviceptr address, tm_alloc_view *view);
+
+/* Teardown: everything a context allocated (before it is destroyed, or after, with
+ * `context_alive` false), and everything at exit. */
+void tm_release_context(CUcontext ctx, bool context_alive);
+void tm_release_all_at_exit(void);
+
+/* A fork child drops the parent's records without touching the memory. */
+void tm_forget_all_in_child(void);
+
+#endif /* TM_PRELOAD_ALLOC_H */

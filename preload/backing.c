@@ -1,0 +1,158 @@
+/* backing.c — VMM and pinned-host backings of chunked allocations (see backing.h). */
+#include "preload/backing.h"
+
+#include <errno.h>
+#include <numaif.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "preload/driver.h"
+#include "preload/log.h"
+
+/* ---------------------------------------------------------------- VMM */
+
+static CUmemAllocationProp chunk_properties(const tm_backing_target *target, tm_tier_id tier)
+{
+    CUmemAllocationProp prop;
+    memset(&prop, 0, sizeof prop);
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    if (tier == TM_TIER_HBM) {
+        prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+        prop.location.id = target->device;
+    } else {
+        prop.location.type = CU_MEM_LOCATION_TYPE_HOST_NUMA;
+        prop.location.id = target->node[tier];
+    }
+    return prop;
+}
+
+/* Unmaps and releases the first `mapped` chunks and frees the range. */
+static void vmm_undo(tm_backing *b, uint64_t mapped)
+{
+    if (mapped)
+        tm_real.cuMemUnmap(b->base, mapped * b->plan.chunk_size);
+    for (uint64_t i = 0; i < mapped; i++)
+        tm_real.cuMemRelease(b->handle[i]);
+    tm_real.cuMemAddressFree(b->base, b->bytes);
+}
+
+static tm_backing_failure vmm_create(tm_backing *b, const tm_backing_target *target, tm_tier_id *tier,
+                                     CUresult *result)
+{
+    uint64_t chunk = b->plan.chunk_size;
+    *result = tm_real.cuMemAddressReserve(&b->base, b->bytes, chunk, 0, 0);
+    if (*result != CUDA_SUCCESS)
+        return TM_BACKING_INTERNAL;
+
+    for (uint64_t i = 0; i < b->plan.chunks; i++) {
+        tm_tier_id t = tm_plan_chunk_tier(&b->plan, i);
+        CUmemAllocationProp prop = chunk_properties(target, t);
+        *result = tm_real.cuMemCreate(&b->handle[i], chunk, &prop, 0);
+        if (*result != CUDA_SUCCESS) {
+            vmm_undo(b, i);
+            *tier = t;
+            if (*result == CUDA_ERROR_OUT_OF_MEMORY)
+                return TM_BACKING_TIER_FULL;
+            return t == TM_TIER_HBM ? TM_BACKING_INTERNAL : TM_BACKING_TIER_REFUSED;
+        }
+        *result = tm_real.cuMemMap(b->base + i * chunk, chunk, 0, b->handle[i], 0);
+        if (*result != CUDA_SUCCESS) {
+            tm_real.cuMemRelease(b->handle[i]);
+            vmm_undo(b, i);
+            return TM_BACKING_INTERNAL;
+        }
+    }
+
+    CUmemAccessDesc access = {
+        .location = { .type = CU_MEM_LOCATION_TYPE_DEVICE, .id = target->device },
+        .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+    };
+    *result = tm_real.cuMemSetAccess(b->base, b->bytes, &access, 1);
+    if (*result != CUDA_SUCCESS) {
+        vmm_undo(b, b->plan.chunks);
+        return TM_BACKING_INTERNAL;
+    }
+    return TM_BACKING_OK;
+}
+
+/* ---------------------------------------------------------------- pinned host */
+
+/* Binds each run of chunks to its tier's node. A node this kernel does not have (one the
+ * driver emulates) leaves that run to the default policy. */
+static void bind_runs(tm_backing *b, const tm_backing_target *target)
+{
+    char *at = b->host;
+    for (int r = 0; r < b->plan.run_count; r++) {
+        uint64_t len = b->plan.run[r].chunks * b->plan.chunk_size;
+        int node = target->node[b->plan.run[r].tier];
+        unsigned long mask[16] = { 0 };
+        if (node >= 0 && node < (int)(sizeof mask * 8)) {
+            mask[node / (8 * sizeof mask[0])] |= 1ul << (node % (8 * sizeof mask[0]));
+            if (mbind(at, len, MPOL_BIND, mask, sizeof mask * 8, 0) != 0)
+                tm_log_once(TM_LOG_INFO, "node %d cannot hold pinned host memory here (%s); "
+                            "the kernel places it", node, strerror(errno));
+        }
+        at += len;
+    }
+}
+
+static tm_backing_failure pinned_create(tm_backing *b, const tm_backing_target *target, tm_tier_id *tier,
+                                        CUresult *result)
+{
+    b->host = mmap(NULL, b->bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (b->host == MAP_FAILED) {
+        b->host = NULL;
+        *tier = b->plan.run[0].tier;
+        *result = CUDA_ERROR_OUT_OF_MEMORY;
+        return TM_BACKING_TIER_FULL;
+    }
+    bind_runs(b, target);
+    *result = tm_real.cuMemHostRegister_v2(b->host, b->bytes, CU_MEMHOSTREGISTER_DEVICEMAP);
+    if (*result == CUDA_SUCCESS) {
+        *result = tm_real.cuMemHostGetDevicePointer_v2(&b->base, b->host, 0);
+        if (*result == CUDA_SUCCESS)
+            return TM_BACKING_OK;
+        tm_real.cuMemHostUnregister(b->host);
+    }
+    munmap(b->host, b->bytes);
+    b->host = NULL;
+    *tier = b->plan.run[0].tier;
+    return *result == CUDA_ERROR_OUT_OF_MEMORY ? TM_BACKING_TIER_FULL : TM_BACKING_INTERNAL;
+}
+
+/* ---------------------------------------------------------------- both */
+
+tm_backing_failure tm_backing_create(const tm_plan *plan, const tm_backing_target *target,
+                                     tm_backing **out, tm_tier_id *tier, CUresult *result)
+{
+    bool pinned = target->pinned_host && plan->per_tier[TM_TIER_HBM] == 0;
+    size_t handles = pinned ? 0 : (size_t)plan->chunks;
+    tm_backing *b = calloc(1, sizeof *b + handles * sizeof b->handle[0]);
+    if (!b) {
+        *result = CUDA_ERROR_OUT_OF_MEMORY;
+        return TM_BACKING_INTERNAL;
+    }
+    b->plan = *plan;
+    b->bytes = plan->chunks * plan->chunk_size;
+    b->pinned_host = pinned;
+    *tier = TM_TIER_COUNT;
+    tm_backing_failure failure = pinned ? pinned_create(b, target, tier, result) : vmm_create(b, target, tier, result);
+    if (failure != TM_BACKING_OK) {
+        free(b);
+        return failure;
+    }
+    *out = b;
+    return TM_BACKING_OK;
+}
+
+void tm_backing_destroy(tm_backing *b)
+{
+    if (b->pinned_host) {
+        tm_real.cuMemHostUnregister(b->host);
+        munmap(b->host, b->bytes);
+    } else {
+        vmm_undo(b, b->plan.chunks);
+    }
+    free(b);
+}

@@ -1,0 +1,48 @@
+/* backing.h — the physical side of a chunked allocation (DESIGN decision 3).
+ *
+ * VMM backing: one reserved VA range, one physical handle per chunk (location DEVICE for
+ * HBM, HOST_NUMA with the node for CXL and DDR), the device given read-write access to
+ * the whole range. Pinned-host backing, for devices without HOST_NUMA in the VMM API:
+ * host memory bound chunk by chunk to the tiers' nodes, registered with the device; it
+ * works in place but cannot migrate. */
+#ifndef TM_PRELOAD_BACKING_H
+#define TM_PRELOAD_BACKING_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "policy/place.h"
+#include "preload/cuda_api.h"
+
+typedef struct tm_backing_target {
+    CUdevice device;
+    int node[TM_TIER_COUNT];   /* NUMA node of each host tier */
+    bool pinned_host;          /* lower tiers as pinned host memory */
+} tm_backing_target;
+
+typedef struct tm_backing {
+    CUdeviceptr base;          /* where the program sees the memory */
+    uint64_t bytes;            /* plan.chunks * plan.chunk_size */
+    tm_plan plan;              /* the tier of every chunk */
+    bool pinned_host;          /* pinned host memory, not VMM handles */
+    void *host;                /* pinned_host: the host mapping (bytes long) */
+    CUmemGenericAllocationHandle handle[]; /* VMM: [plan.chunks], one per chunk */
+} tm_backing;
+
+/* Why a backing could not be made. */
+typedef enum tm_backing_failure {
+    TM_BACKING_OK,
+    TM_BACKING_TIER_FULL,      /* the driver had no memory left in *tier */
+    TM_BACKING_TIER_REFUSED,   /* the driver refused the location of *tier (e.g. unknown node) */
+    TM_BACKING_INTERNAL,       /* anything else: the caller passes the call through */
+} tm_backing_failure;
+
+/* Builds the backing for a plan. On failure nothing is left behind; *tier names the tier
+ * at fault, *result the driver's answer. */
+tm_backing_failure tm_backing_create(const tm_plan *plan, const tm_backing_target *target,
+                                     tm_backing **out, tm_tier_id *tier, CUresult *result);
+
+/* Unmaps and releases everything (the caller has made sure nothing in flight uses it). */
+void tm_backing_destroy(tm_backing *backing);
+
+#endif /* TM_PRELOAD_BACKING_H */

@@ -1,0 +1,33 @@
+/* driver.h — the real driver: loaded with dlopen (TIERMEM_DRIVER, default libcuda.so.1),
+ * every function the interposer forwards to or calls held in one table of exact types. */
+#ifndef TM_PRELOAD_DRIVER_H
+#define TM_PRELOAD_DRIVER_H
+
+#include <stdbool.h>
+
+#include "preload/cuda_api.h"
+
+typedef struct tm_driver_table {
+#define HOOK(symbol, pfn, base, version, variant) pfn symbol;
+#include "preload/hooks.def"
+#define DRIVER_CALL(symbol, pfn) pfn symbol;
+#include "preload/driver_calls.def"
+} tm_driver_table;
+
+/* The real driver's functions; a member is NULL when the driver lacks that symbol. */
+extern tm_driver_table tm_real;
+
+/* Loads the driver and fills tm_real, once. True when the driver is usable. */
+bool tm_driver_load(void);
+
+extern bool tm_driver_loaded;
+
+static inline bool tm_driver_ready(void)
+{
+    return __atomic_load_n(&tm_driver_loaded, __ATOMIC_ACQUIRE) || tm_driver_load();
+}
+
+/* glibc's own dlsym (never the interposer's). */
+void *tm_real_dlsym(void *handle, const char *symbol);
+
+#endif /* TM_PRELOAD_DRIVER_H */

@@ -1,0 +1,58 @@
+/* hook_context.c — a context takes its allocations with it. Chunked memory belongs to the
+ * interposer, not to the context, so it is released here; memory the driver made goes
+ * with the context and is only forgotten. */
+#include "preload/alloc.h"
+#include "preload/hook.h"
+
+CUresult CUDAAPI cuCtxDestroy_v2(CUcontext ctx)
+{
+    TM_HOOK_ENTER(cuCtxDestroy_v2);
+    if (ctx)
+        tm_release_context(ctx, true);
+    return tm_real.cuCtxDestroy_v2(ctx);
+}
+
+/* The primary context's handle is learnt here, so that releasing it can find its
+ * allocations. */
+CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
+{
+    TM_HOOK_ENTER(cuDevicePrimaryCtxRetain);
+    CUresult result = tm_real.cuDevicePrimaryCtxRetain(pctx, dev);
+    tm_device *device = tm_device_ready();
+    if (result == CUDA_SUCCESS && device && device->ordinal == dev)
+        device->primary_ctx = *pctx;
+    return result;
+}
+
+/* The primary context of `dev`, if it is known to be the tiered device's. */
+static CUcontext known_primary(CUdevice dev)
+{
+    tm_device *device = tm_device_ready();
+    return device && device->ordinal == dev ? device->primary_ctx : NULL;
+}
+
+static bool primary_active(CUdevice dev)
+{
+    unsigned int flags;
+    int active = 1;
+    return tm_real.cuDevicePrimaryCtxGetState(dev, &flags, &active) != CUDA_SUCCESS || active;
+}
+
+CUresult CUDAAPI cuDevicePrimaryCtxRelease_v2(CUdevice dev)
+{
+    TM_HOOK_ENTER(cuDevicePrimaryCtxRelease_v2);
+    CUresult result = tm_real.cuDevicePrimaryCtxRelease_v2(dev);
+    CUcontext primary = known_primary(dev);
+    if (result == CUDA_SUCCESS && primary && !primary_active(dev))
+        tm_release_context(primary, false); /* the last release destroyed it */
+    return result;
+}
+
+CUresult CUDAAPI cuDevicePrimaryCtxReset_v2(CUdevice dev)
+{
+    TM_HOOK_ENTER(cuDevicePrimaryCtxReset_v2);
+    CUcontext primary = known_primary(dev);
+    if (primary)
+        tm_release_context(primary, primary_active(dev));
+    return tm_real.cuDevicePrimaryCtxReset_v2(dev);
+}

@@ -1,0 +1,34 @@
+/* hook_launch.c — kernel launches pass straight through, counted. Chunked memory needs
+ * nothing here: its addresses are device addresses like any other. This is where
+ * kernel-parameter sampling for heat will sit, so the path stays as short as it is. */
+#include "preload/hook.h"
+
+CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
+                                unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
+                                unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra)
+{
+    TM_HOOK_ENTER(cuLaunchKernel);
+    return tm_real.cuLaunchKernel(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes,
+                                  hStream, kernelParams, extra);
+}
+
+CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
+                                     unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
+                                     unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra)
+{
+    TM_HOOK_ENTER(cuLaunchKernel_ptsz);
+    return tm_real.cuLaunchKernel_ptsz(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
+                                       sharedMemBytes, hStream, kernelParams, extra);
+}
+
+CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra)
+{
+    TM_HOOK_ENTER(cuLaunchKernelEx);
+    return tm_real.cuLaunchKernelEx(config, f, kernelParams, extra);
+}
+
+CUresult CUDAAPI cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra)
+{
+    TM_HOOK_ENTER(cuLaunchKernelEx_ptsz);
+    return tm_real.cuLaunchKernelEx_ptsz(config, f, kernelParams, extra);
+}

@@ -1,0 +1,107 @@
+/* hook_vmm.c — the program's own VMM use. A cuMemCreate at a DEVICE location is counted
+ * in HBM when the HBM budget holds it; otherwise the handle is created in the first lower
+ * tier with room (HOST_NUMA at the tier's node), which the program maps and uses exactly
+ * as it would device memory. Host locations are the program's business and never count
+ * against HBM. */
+#include <pthread.h>
+#include <string.h>
+
+#include "preload/device.h"
+#include "preload/hook.h"
+#include "preload/log.h"
+#include "preload/vmm_handles.h"
+
+static void charge(const tm_device *device, tm_tier_id tier, uint64_t bytes, int sign)
+{
+    tm_stats_tier_add(tier, sign * (int64_t)bytes, sign * (int64_t)(bytes / device->policy.chunk_size));
+}
+
+/* Picks the tier for a handle of `bytes` and charges it, as one step. */
+static bool choose_tier(tm_device *device, uint64_t bytes, const bool *excluded, tm_tier_id *tier)
+{
+    tm_alloc_desc desc = { .size = bytes };
+    pthread_mutex_lock(&device->place_lock);
+    tm_tiers now;
+    tm_device_tiers_now(device, &now);
+    for (int t = 0; t < TM_TIER_COUNT; t++)
+        if (excluded[t])
+            now.tier[t].present = false;
+    bool found = tm_policy_place_whole(&device->policy, &now, &desc, !device->target.pinned_host, tier);
+    if (found)
+        charge(device, *tier, bytes, +1);
+    pthread_mutex_unlock(&device->place_lock);
+    return found;
+}
+
+CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, const CUmemAllocationProp *prop,
+                             unsigned long long flags)
+{
+    TM_HOOK_ENTER(cuMemCreate);
+    CUcontext ctx;
+    tm_device *device;
+    if (!handle || !prop || size == 0 || prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE ||
+        !(device = tm_device_current(&ctx)) || prop->location.id != device->ordinal ||
+        size % device->policy.chunk_size != 0)
+        return tm_real.cuMemCreate(handle, size, prop, flags);
+
+    bool excluded[TM_TIER_COUNT] = { false };
+    tm_tier_id tier;
+    while (choose_tier(device, size, excluded, &tier)) {
+        CUmemAllocationProp placed = *prop;
+        if (tier != TM_TIER_HBM) {
+            placed.location.type = CU_MEM_LOCATION_TYPE_HOST_NUMA;
+            placed.location.id = device->target.node[tier];
+        }
+        CUresult result = tm_real.cuMemCreate(handle, size, &placed, flags);
+        if (result == CUDA_SUCCESS) {
+            uint32_t chunks[TM_STATS_TIERS] = { 0 };
+            chunks[tier] = (uint32_t)(size / device->policy.chunk_size);
+            tm_vmm_handle_info info = { .bytes = size, .tier = tier, .asked = *prop };
+            info.stats_slot = tm_stats_record_add(TM_PATH_MEM_CREATE, 0, size, chunks, 0);
+            if (!tm_vmm_handles_add(*handle, &info)) {
+                tm_stats_record_remove(info.stats_slot);
+                charge(device, tier, size, -1);
+            }
+            tm_stat_add(alloc_total, 1);
+            if (tier != TM_TIER_HBM)
+                tm_debug("cuMemCreate of %zu bytes at the device placed in %s (node %d)", size, tm_tier_name(tier),
+                         placed.location.id);
+            return CUDA_SUCCESS;
+        }
+        charge(device, tier, size, -1);
+        if (result != CUDA_ERROR_OUT_OF_MEMORY && tier == TM_TIER_HBM)
+            return result; /* the driver's own verdict on the program's request */
+        excluded[tier] = true;
+    }
+    if (device->target.pinned_host) /* no lower tier can back a handle: the driver decides */
+        return tm_real.cuMemCreate(handle, size, prop, flags);
+    tm_stat_add(oom_total, 1);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+CUresult CUDAAPI cuMemRelease(CUmemGenericAllocationHandle handle)
+{
+    TM_HOOK_ENTER(cuMemRelease);
+    tm_vmm_handle_info info;
+    bool tracked = tm_vmm_handles_take(handle, &info);
+    CUresult result = tm_real.cuMemRelease(handle);
+    tm_device *device = tm_device_ready();
+    if (tracked && result != CUDA_SUCCESS) {
+        tm_vmm_handles_add(handle, &info);
+    } else if (tracked && device) {
+        charge(device, info.tier, info.bytes, -1);
+        tm_stats_record_remove(info.stats_slot);
+        tm_stat_add(free_total, 1);
+    }
+    return result;
+}
+
+CUresult CUDAAPI cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp *prop, CUmemGenericAllocationHandle handle)
+{
+    TM_HOOK_ENTER(cuMemGetAllocationPropertiesFromHandle);
+    CUresult result = tm_real.cuMemGetAllocationPropertiesFromHandle(prop, handle);
+    tm_vmm_handle_info info;
+    if (result == CUDA_SUCCESS && prop && tm_vmm_handles_find(handle, &info))
+        prop->location = info.asked.location; /* the program sees the location it asked for */
+    return result;
+}

@@ -1,0 +1,31 @@
+/* log.h — the interposer's messages: one line each, "tiermem: ...", to standard error or
+ * TIERMEM_LOG_FILE, filtered by TIERMEM_LOG. Written with one write(2) per line, so lines
+ * from several threads never interleave, and never through stdio or malloc. */
+#ifndef TM_PRELOAD_LOG_H
+#define TM_PRELOAD_LOG_H
+
+#include <stdbool.h>
+
+#include "policy/config.h"
+
+/* Opens the log file of the configuration (if any). False when it cannot be opened: the
+ * reason has been written to standard error. */
+bool tm_log_open(const tm_config *config);
+
+bool tm_log_enabled(tm_log_level level);
+void tm_log(tm_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#define tm_error(...) tm_log(TM_LOG_ERROR, __VA_ARGS__)
+#define tm_warn(...)  tm_log(TM_LOG_WARN, __VA_ARGS__)
+#define tm_info(...)  tm_log(TM_LOG_INFO, __VA_ARGS__)
+#define tm_debug(...) tm_log(TM_LOG_DEBUG, __VA_ARGS__)
+
+/* Logs only the first time this line is reached. */
+#define tm_log_once(level, ...)                                              \
+    do {                                                                     \
+        static int tm_logged_;                                               \
+        if (!__atomic_exchange_n(&tm_logged_, 1, __ATOMIC_RELAXED))          \
+            tm_log(level, __VA_ARGS__);                                      \
+    } while (0)
+
+#endif /* TM_PRELOAD_LOG_H */

@@ -1,0 +1,13 @@
+# preload/ — libtiermem.so, the LD_PRELOAD interposer (with the policy objects).
+PRELOAD_OBJS := $(patsubst %.c,$(O)/obj/%.o,$(wildcard preload/*.c))
+LIBS += $(O)/lib/libtiermem.so
+INSTALL_FILES += $(O)/lib/libtiermem.so:lib/libtiermem.so
+
+$(O)/obj/preload/%.o: CPPFLAGS += $(CUDA_CPPFLAGS)
+$(O)/obj/preload/%.o: CFLAGS += -fvisibility=hidden
+
+# -Bsymbolic: the library's own references never reach its exported hooks.
+$(O)/lib/libtiermem.so: $(PRELOAD_OBJS) $(POLICY_OBJS) preload/libtiermem.map
+	@mkdir -p $(@D)
+	$(CC) -shared $(LDFLAGS) -Wl,-Bsymbolic -Wl,--version-script=preload/libtiermem.map \
+	  -Wl,-soname,libtiermem.so $(PRELOAD_OBJS) $(POLICY_OBJS) -lnuma -o $@

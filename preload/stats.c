@@ -1,0 +1,233 @@
+/* stats.c — creating and updating the stats region (see stats.h, stats_layout.h). */
+#include "preload/stats.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "preload/log.h"
+
+/* ---------------------------------------------------------------- private fallback */
+
+static tm_stats_header private_header;
+static tm_stats_call private_calls[TM_HOOK_COUNT];
+
+tm_stats_header *tm_stats = &private_header;
+tm_stats_call *tm_stats_calls = private_calls;
+
+/* ---------------------------------------------------------------- the region */
+
+static void *region;            /* the mapping, or NULL */
+static size_t region_size;
+static char region_path[TM_CONFIG_PATH_MAX + 32];
+static bool remove_at_exit;
+static pid_t region_pid;
+static bool in_fork_child;      /* a configured path then gets ".<pid>" so the parent's stays */
+static tm_stats_record *records;
+
+/* Free record slots, as a stack. */
+static pthread_mutex_t slot_lock = PTHREAD_MUTEX_INITIALIZER;
+static int free_slots[TM_STATS_RECORDS];
+static int free_count;
+
+static size_t layout_size(void)
+{
+    return sizeof(tm_stats_header) + TM_HOOK_COUNT * sizeof(tm_stats_call) +
+           TM_STATS_RECORDS * sizeof(tm_stats_record);
+}
+
+/* Opens the file for the region: the default name exclusively (a leftover of a dead
+ * process with our pid is replaced), a configured one as given. */
+static int create_file(const tm_config *config, pid_t pid)
+{
+    if (config->stats_path[0]) {
+        if (in_fork_child)
+            snprintf(region_path, sizeof region_path, "%s.%d", config->stats_path, (int)pid);
+        else
+            snprintf(region_path, sizeof region_path, "%s", config->stats_path);
+        remove_at_exit = false;
+        return open(region_path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    }
+    snprintf(region_path, sizeof region_path, "/dev/shm/tiermem.%d", (int)pid);
+    remove_at_exit = true;
+    int fd = open(region_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0 && errno == EEXIST) {
+        unlink(region_path);
+        fd = open(region_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    }
+    return fd;
+}
+
+static void describe(tm_stats_header *h, const tm_config *config, const tm_stats_setup *setup, pid_t pid)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    h->version = TM_STATS_VERSION;
+    h->header_size = sizeof *h;
+    h->call_size = sizeof(tm_stats_call);
+    h->call_count = TM_HOOK_COUNT;
+    h->calls_offset = sizeof *h;
+    h->record_size = sizeof(tm_stats_record);
+    h->record_capacity = TM_STATS_RECORDS;
+    h->records_offset = sizeof *h + TM_HOOK_COUNT * sizeof(tm_stats_call);
+    h->pid = (int32_t)pid;
+    h->state = TM_STATS_RUNNING;
+    h->start_time_ns = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+    h->device = setup->device;
+    h->backing = setup->pinned_host_backing ? TM_STATS_BACKING_PINNED_HOST : TM_STATS_BACKING_VMM;
+    h->chunk_size = setup->chunk_size;
+    h->min_tiered = config->min_tiered;
+    h->hbm_reserve = setup->tiers->hbm_reserve;
+    h->device_memory = setup->device_memory;
+    snprintf(h->policy, sizeof h->policy, "%s", tm_policy_name(config->policy));
+    snprintf(h->meminfo, sizeof h->meminfo, "%s", tm_meminfo_view_name(config->meminfo));
+    tm_tier_order_format(&config->order, h->tier_order, sizeof h->tier_order);
+    for (int t = 0; t < TM_STATS_TIERS; t++) {
+        const tm_tier_state *state = &setup->tiers->tier[t];
+        snprintf(h->tier[t].name, sizeof h->tier[t].name, "%s", tm_tier_name((tm_tier_id)t));
+        h->tier[t].present = state->present;
+        h->tier[t].numa_node = t == TM_TIER_HBM ? setup->device : state->node;
+        h->tier[t].limit = state->limit;
+    }
+}
+
+void tm_stats_open(const tm_config *config, const tm_stats_setup *setup)
+{
+    pid_t pid = getpid();
+    describe(&private_header, config, setup, pid);
+    for (int i = 0; i < TM_HOOK_COUNT; i++)
+        snprintf(private_calls[i].symbol, sizeof private_calls[i].symbol, "%s", tm_hooks[i].symbol);
+    if (config->stats_off)
+        return;
+
+    int fd = create_file(config, pid);
+    size_t size = layout_size();
+    void *map = MAP_FAILED;
+    if (fd >= 0 && fchmod(fd, 0600) == 0 && ftruncate(fd, (off_t)size) == 0)
+        map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    int saved = errno;
+    if (fd >= 0)
+        close(fd);
+    if (map == MAP_FAILED) {
+        tm_warn("cannot create the stats region %s (%s); going on without it", region_path, strerror(saved));
+        if (fd >= 0)
+            unlink(region_path);
+        return;
+    }
+
+    /* what was counted before the region existed moves into it */
+    tm_stats_header *h = map;
+    memcpy(h, &private_header, sizeof *h);
+    tm_stats_call *calls = (tm_stats_call *)((char *)map + h->calls_offset);
+    memcpy(calls, private_calls, sizeof private_calls);
+    records = (tm_stats_record *)((char *)map + h->records_offset);
+    pthread_mutex_lock(&slot_lock);
+    free_count = 0;
+    for (int i = TM_STATS_RECORDS - 1; i >= 0; i--)
+        free_slots[free_count++] = i;
+    pthread_mutex_unlock(&slot_lock);
+
+    region = map;
+    region_size = size;
+    region_pid = pid;
+    tm_stats_calls = calls;
+    __atomic_store_n(&h->magic, TM_STATS_MAGIC, __ATOMIC_RELEASE); /* readers check it last */
+    __atomic_store_n(&tm_stats, h, __ATOMIC_RELEASE);
+    tm_info("stats region %s", region_path);
+}
+
+/* ---------------------------------------------------------------- counters */
+
+void tm_stats_tier_add(tm_tier_id tier, int64_t bytes, int64_t chunks)
+{
+    tm_stats_tier *t = &tm_stats->tier[tier];
+    uint64_t used = __atomic_add_fetch(&t->used, (uint64_t)bytes, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&t->chunks, (uint64_t)chunks, __ATOMIC_RELAXED);
+    uint64_t peak = __atomic_load_n(&t->peak, __ATOMIC_RELAXED);
+    while (bytes > 0 && used > peak &&
+           !__atomic_compare_exchange_n(&t->peak, &peak, used, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+        ;
+}
+
+/* ---------------------------------------------------------------- records */
+
+int tm_stats_record_add(uint32_t path, uint64_t address, uint64_t size,
+                        const uint32_t chunks[TM_STATS_TIERS], uint32_t flags)
+{
+    if (!region)
+        return -1;
+    pthread_mutex_lock(&slot_lock);
+    int slot = free_count ? free_slots[--free_count] : -1;
+    pthread_mutex_unlock(&slot_lock);
+    if (slot < 0) {
+        tm_stat_add(records_dropped, 1);
+        return -1;
+    }
+    tm_stats_record *r = &records[slot];
+    __atomic_fetch_add(&r->seq, 1, __ATOMIC_ACQ_REL); /* odd: being written */
+    r->in_use = 1;
+    r->path = path;
+    r->address = address;
+    r->size = size;
+    for (int t = 0; t < TM_STATS_TIERS; t++)
+        r->chunks[t] = chunks ? chunks[t] : 0;
+    r->flags = flags;
+    __atomic_fetch_add(&r->seq, 1, __ATOMIC_RELEASE);
+    tm_stat_add(records_used, 1);
+    return slot;
+}
+
+void tm_stats_record_remove(int slot)
+{
+    if (slot < 0 || !region)
+        return;
+    tm_stats_record *r = &records[slot];
+    __atomic_fetch_add(&r->seq, 1, __ATOMIC_ACQ_REL);
+    r->in_use = 0;
+    __atomic_fetch_add(&r->seq, 1, __ATOMIC_RELEASE);
+    tm_stat_sub(records_used, 1);
+    pthread_mutex_lock(&slot_lock);
+    free_slots[free_count++] = slot;
+    pthread_mutex_unlock(&slot_lock);
+}
+
+/* ---------------------------------------------------------------- lifetime */
+
+void tm_stats_close(void)
+{
+    if (!region || region_pid != getpid())
+        return;
+    __atomic_store_n(&tm_stats->state, TM_STATS_EXITED, __ATOMIC_RELEASE);
+    if (remove_at_exit)
+        unlink(region_path);
+    /* the mapping stays: other threads may still count into it until the process ends */
+}
+
+void tm_stats_forget_in_child(void)
+{
+    if (region)
+        munmap(region, region_size);
+    in_fork_child = true;
+    region = NULL;
+    records = NULL;
+    memset(&private_header, 0, sizeof private_header);
+    memset(private_calls, 0, sizeof private_calls);
+    tm_stats_calls = private_calls;
+    tm_stats = &private_header;
+}
+
+void tm_stats_lock(void)
+{
+    pthread_mutex_lock(&slot_lock);
+}
+
+void tm_stats_unlock(void)
+{
+    pthread_mutex_unlock(&slot_lock);
+}

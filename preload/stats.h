@@ -1,0 +1,61 @@
+/* stats.h — the writer side of the stats region (layout in stats_layout.h).
+ *
+ * `tm_stats` always points at a header: the shared region once it exists, a private one
+ * before (and when TIERMEM_STATS=off), so counting never needs a check. Tier usage kept
+ * here is the one count of bytes per tier the interposer has. */
+#ifndef TM_PRELOAD_STATS_H
+#define TM_PRELOAD_STATS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "policy/config.h"
+#include "policy/tier.h"
+#include "preload/hook_table.h"
+#include "preload/stats_layout.h"
+
+extern tm_stats_header *tm_stats;
+extern tm_stats_call *tm_stats_calls; /* [TM_HOOK_COUNT] */
+
+#define tm_count_call(symbol) \
+    __atomic_fetch_add(&tm_stats_calls[TM_HOOK_##symbol].calls, 1, __ATOMIC_RELAXED)
+#define tm_stat_add(field, n) __atomic_fetch_add(&tm_stats->field, (uint64_t)(n), __ATOMIC_RELAXED)
+#define tm_stat_sub(field, n) __atomic_fetch_sub(&tm_stats->field, (uint64_t)(n), __ATOMIC_RELAXED)
+
+/* What the region describes besides the counters. */
+typedef struct tm_stats_setup {
+    int device;
+    uint64_t device_memory;
+    uint64_t chunk_size;
+    bool pinned_host_backing;
+    const tm_tiers *tiers;
+} tm_stats_setup;
+
+/* Creates the region (unless TIERMEM_STATS=off) and fills in its description. A failure
+ * is logged; counting goes on in the private header. */
+void tm_stats_open(const tm_config *config, const tm_stats_setup *setup);
+
+/* Tier usage: bytes and chunks placed (negative to remove); keeps the peak. */
+void tm_stats_tier_add(tm_tier_id tier, int64_t bytes, int64_t chunks);
+static inline uint64_t tm_stats_tier_used(tm_tier_id tier)
+{
+    return __atomic_load_n(&tm_stats->tier[tier].used, __ATOMIC_RELAXED);
+}
+
+/* Records of chunked and managed allocations. Returns the slot, or -1 when the region is
+ * full or absent. */
+int tm_stats_record_add(uint32_t path, uint64_t address, uint64_t size,
+                        const uint32_t chunks[TM_STATS_TIERS], uint32_t flags);
+void tm_stats_record_remove(int slot);
+
+/* At exit: marks the region exited and removes it (a TIERMEM_STATS path stays). */
+void tm_stats_close(void);
+
+/* In a fork child: lets go of the parent's region without touching it. */
+void tm_stats_forget_in_child(void);
+
+/* Fork handling of the record-slot lock. */
+void tm_stats_lock(void);
+void tm_stats_unlock(void);
+
+#endif /* TM_PRELOAD_STATS_H */

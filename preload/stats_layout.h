@@ -1,0 +1,121 @@
+/* stats_layout.h — the stats region: what a process running under libtiermem publishes
+ * about its memory, for tiermem-stat and other readers.
+ *
+ * The region is a file, by default /dev/shm/tiermem.<pid> (mode 0600), created at the
+ * process's first device allocation and removed at exit (a path given in TIERMEM_STATS is
+ * left in place, holding the final state). It is mapped shared; the writer updates it in
+ * place while readers copy it. Every integer is little-endian and naturally aligned.
+ *
+ *   offset 0                 tm_stats_header
+ *   header.calls_offset      tm_stats_call[header.call_count]   calls per hooked symbol
+ *   header.records_offset    tm_stats_record[header.record_capacity]
+ *
+ * Counters are updated with atomic operations; readers may see one counter a moment
+ * ahead of another. A record is guarded by its `seq`: odd while the writer changes it;
+ * a reader copies the record and keeps the copy only if `seq` was even and unchanged.
+ * Records describe chunked (tiered) and managed allocations; small allocations passed
+ * through to HBM are counted in the header only.
+ *
+ * This header needs nothing but the C library: readers include it alone.
+ */
+#ifndef TM_STATS_LAYOUT_H
+#define TM_STATS_LAYOUT_H
+
+#include <stdint.h>
+
+#define TM_STATS_MAGIC       0x314d454d52454954ull /* "TIERMEM1" as little-endian bytes */
+#define TM_STATS_VERSION     1
+#define TM_STATS_TIERS       3                     /* hbm, cxl, ddr, in this order */
+#define TM_STATS_RECORDS     16384
+
+enum tm_stats_state {
+    TM_STATS_RUNNING = 1,
+    TM_STATS_EXITED = 2,      /* the process has exited; the file was kept (explicit path) */
+};
+
+enum tm_stats_backing {
+    TM_STATS_BACKING_VMM = 1,         /* chunks are VMM handles: DEVICE or HOST_NUMA */
+    TM_STATS_BACKING_PINNED_HOST = 2, /* no HOST_NUMA in the VMM API: lower tiers are pinned
+                                       * host memory registered with the device (no migration) */
+};
+
+/* How the program asked for the memory. */
+enum tm_stats_path {
+    TM_PATH_MEM_ALLOC = 1,    /* cuMemAlloc_v2 */
+    TM_PATH_MEM_ALLOC_PITCH,  /* cuMemAllocPitch_v2 */
+    TM_PATH_MEM_ALLOC_ASYNC,  /* cuMemAllocAsync */
+    TM_PATH_MEM_ALLOC_POOL,   /* cuMemAllocFromPoolAsync */
+    TM_PATH_MEM_CREATE,       /* cuMemCreate with a DEVICE location the HBM budget could not hold */
+    TM_PATH_MEM_ALLOC_MANAGED,/* cuMemAllocManaged (counted, not placed) */
+};
+
+typedef struct tm_stats_tier {
+    char name[8];             /* "hbm", "cxl", "ddr" */
+    int32_t present;          /* 1 when the tier exists */
+    int32_t numa_node;        /* CXL and DDR: the NUMA node; HBM: the device ordinal */
+    uint64_t limit;           /* bytes this process may place in the tier */
+    uint64_t used;            /* bytes placed now (HBM: chunks and small allocations) */
+    uint64_t peak;            /* highest `used` */
+    uint64_t chunks;          /* chunks placed now */
+    uint64_t reserved[2];
+} tm_stats_tier;              /* 64 bytes */
+
+typedef struct tm_stats_header {
+    uint64_t magic;           /* TM_STATS_MAGIC */
+    uint32_t version;         /* TM_STATS_VERSION */
+    uint32_t header_size;     /* sizeof(tm_stats_header) */
+    uint32_t call_size;       /* sizeof(tm_stats_call) */
+    uint32_t call_count;
+    uint64_t calls_offset;
+    uint32_t record_size;     /* sizeof(tm_stats_record) */
+    uint32_t record_capacity;
+    uint64_t records_offset;
+    int32_t pid;
+    int32_t state;            /* enum tm_stats_state */
+    uint64_t start_time_ns;   /* CLOCK_REALTIME when the region was created */
+    int32_t device;           /* device ordinal whose HBM is tiered */
+    int32_t backing;          /* enum tm_stats_backing */
+    uint64_t chunk_size;      /* bytes per chunk (the VMM granularity) */
+    uint64_t min_tiered;      /* allocations at or above this size are chunked */
+    uint64_t hbm_reserve;     /* HBM bytes left free by chunked allocations */
+    uint64_t device_memory;   /* what the device itself has */
+    char policy[16];          /* "size" */
+    char meminfo[16];         /* "physical" or "virtual" */
+    char tier_order[16];      /* "hbm,cxl,ddr" */
+    tm_stats_tier tier[TM_STATS_TIERS];
+    /* live counts; the *_total counters only grow */
+    uint64_t small_count;     /* small allocations passed through to HBM, live */
+    uint64_t small_bytes;
+    uint64_t tiered_count;    /* chunked allocations, live */
+    uint64_t tiered_bytes;    /* their requested bytes */
+    uint64_t managed_count;
+    uint64_t managed_bytes;
+    uint64_t alloc_total;     /* allocations made through the interposer */
+    uint64_t free_total;
+    uint64_t oom_total;       /* CUDA_ERROR_OUT_OF_MEMORY returned because no tier had room */
+    uint64_t passthrough_total; /* calls turned into plain pass-through by an internal error */
+    uint64_t records_used;    /* records in use now */
+    uint64_t records_dropped; /* chunked allocations without a record (region full) */
+    uint64_t reserved[8];
+} tm_stats_header;
+
+typedef struct tm_stats_call {
+    char symbol[48];          /* exported driver symbol, e.g. "cuMemAlloc_v2" */
+    uint64_t calls;
+    uint64_t reserved;
+} tm_stats_call;              /* 64 bytes */
+
+typedef struct tm_stats_record {
+    uint64_t seq;             /* odd while being written; even otherwise */
+    uint32_t in_use;          /* 1 for a live allocation */
+    uint32_t path;            /* enum tm_stats_path */
+    uint64_t address;         /* the device address the program sees */
+    uint64_t size;            /* bytes the program asked for */
+    uint32_t chunks[TM_STATS_TIERS]; /* chunks per tier */
+    uint32_t flags;           /* bit 0: pinned host backing */
+    uint64_t reserved[2];
+} tm_stats_record;            /* 64 bytes */
+
+#define TM_STATS_RECORD_PINNED_HOST 1u
+
+#endif /* TM_STATS_LAYOUT_H */

@@ -1,0 +1,30 @@
+/* vmm_handles.h — physical handles the program creates itself with cuMemCreate at a
+ * DEVICE location: counted in HBM, or created in a lower tier when HBM has no room. The
+ * map remembers each handle's tier, size and the properties the program asked for. */
+#ifndef TM_PRELOAD_VMM_HANDLES_H
+#define TM_PRELOAD_VMM_HANDLES_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "policy/tier.h"
+#include "preload/cuda_api.h"
+
+typedef struct tm_vmm_handle_info {
+    uint64_t bytes;                 /* size of the handle */
+    tm_tier_id tier;                /* where it really is */
+    CUmemAllocationProp asked;      /* the properties the program passed */
+    int stats_slot;
+} tm_vmm_handle_info;
+
+bool tm_vmm_handles_add(CUmemGenericAllocationHandle handle, const tm_vmm_handle_info *info);
+/* Removes the handle; false when it is not tracked. */
+bool tm_vmm_handles_take(CUmemGenericAllocationHandle handle, tm_vmm_handle_info *info);
+/* Copies what is known about a handle without removing it. */
+bool tm_vmm_handles_find(CUmemGenericAllocationHandle handle, tm_vmm_handle_info *info);
+
+void tm_vmm_handles_lock(void);
+void tm_vmm_handles_unlock(void);
+void tm_vmm_handles_forget_in_child(void);
+
+#endif /* TM_PRELOAD_VMM_HANDLES_H */

@@ -1,0 +1,40 @@
+# tests/preload/ — the interposer's tests: unit tests of its pieces, and driver-API programs
+# run on simcuda with and without libtiermem.so in front (shell tests drive them).
+#
+#   $(O)/tests/preload/probe          an ordinary CUDA program (links libcuda.so.1)
+#   $(O)/tests/preload/doors          reaches the driver through every door
+#   $(O)/tests/preload/kernels.so     its host kernels (a simcuda module)
+
+PRELOAD_TEST_DIR := $(O)/tests/preload
+PRELOAD_TEST_KERNELS := $(PRELOAD_TEST_DIR)/kernels.so
+PRELOAD_TEST_LINK := -L$(O)/lib/simcuda -l:libcuda.so.1 \
+                     -Wl,--enable-new-dtags,-rpath,'$$ORIGIN/../../lib/simcuda' -lpthread -ldl
+
+$(O)/obj/tests/preload/%.o: CPPFLAGS += $(CUDA_CPPFLAGS) \
+    -DTM_TEST_KERNELS='"$(abspath $(PRELOAD_TEST_KERNELS))"'
+
+$(PRELOAD_TEST_KERNELS): $(O)/obj/tests/preload/kernels.o
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) -shared $^ -o $@
+
+$(PRELOAD_TEST_DIR)/probe: $(O)/obj/tests/preload/probe.o $(O)/obj/tests/preload/probe_util.o \
+    $(O)/lib/simcuda/libcuda.so.1 | $(PRELOAD_TEST_KERNELS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) $(filter %.o,$^) -o $@ $(PRELOAD_TEST_LINK)
+
+$(PRELOAD_TEST_DIR)/doors: $(O)/obj/tests/preload/doors.o $(O)/obj/tests/preload/probe_util.o \
+    $(O)/obj/tools/tiermem-stat/stats_read.o $(O)/lib/simcuda/libcuda.so.1 | $(PRELOAD_TEST_KERNELS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) $(filter %.o,$^) -o $@ $(PRELOAD_TEST_LINK)
+
+# Unit tests of the pieces that need no driver.
+$(PRELOAD_TEST_DIR)/test_registry: $(O)/obj/tests/preload/test_registry.o $(O)/obj/preload/registry.o
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) $^ -lcmocka -lpthread -o $@
+
+TEST_PROGS += $(PRELOAD_TEST_DIR)/test_registry
+TEST_SCRIPTS += $(sort $(wildcard tests/preload/test_*.sh))
+
+# The shell tests need these built by `make test`.
+test-progs: $(PRELOAD_TEST_DIR)/probe $(PRELOAD_TEST_DIR)/doors $(PRELOAD_TEST_KERNELS) \
+            $(O)/lib/libtiermem.so $(O)/bin/tiermem-stat

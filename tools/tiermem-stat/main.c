@@ -1,0 +1,236 @@
+/* tiermem-stat — prints the stats region of a process running under libtiermem.so.
+ *
+ *   tiermem-stat [--json] [--watch] [--interval SECONDS] [--count N] PID|PATH
+ *
+ * PID reads /dev/shm/tiermem.PID; a PATH reads a region kept with TIERMEM_STATS=PATH.
+ * The table shows each tier (limit, bytes in use, peak, chunks), the allocation counts,
+ * every chunked or managed allocation (address, size, chunks per tier, how it was asked
+ * for) and the calls per hooked driver function. --json prints the same as one JSON
+ * object. --watch reprints every interval (default 1 s) until the process exits;
+ * --count stops after N prints. Exit status: 0, 1 bad arguments, 2 no readable region. */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "policy/units.h"
+#include "tools/tiermem-stat/stats_read.h"
+
+static const char *path_name(uint32_t path)
+{
+    switch (path) {
+    case TM_PATH_MEM_ALLOC: return "cuMemAlloc";
+    case TM_PATH_MEM_ALLOC_PITCH: return "cuMemAllocPitch";
+    case TM_PATH_MEM_ALLOC_ASYNC: return "cuMemAllocAsync";
+    case TM_PATH_MEM_ALLOC_POOL: return "cuMemAllocFromPoolAsync";
+    case TM_PATH_MEM_CREATE: return "cuMemCreate";
+    case TM_PATH_MEM_ALLOC_MANAGED: return "cuMemAllocManaged";
+    default: return "?";
+    }
+}
+
+static const char *state_name(const tm_stats_header *h)
+{
+    if (h->state == TM_STATS_EXITED)
+        return "exited";
+    if (kill(h->pid, 0) != 0 && errno == ESRCH)
+        return "gone, region left behind";
+    return "running";
+}
+
+/* ---------------------------------------------------------------- table */
+
+static void print_table(const tm_stats_snapshot *s, const char *path)
+{
+    const tm_stats_header *h = &s->header;
+    char a[32], b[32], c[32], d[32];
+    printf("tiermem: pid %d (%s), region %s\n", h->pid, state_name(h), path);
+    printf("device %d with %s; chunk %s, chunked from %s, hbm reserve %s; policy %s, order %s, meminfo %s; "
+           "lower tiers %s\n",
+           h->device, tm_format_size(h->device_memory, a, sizeof a), tm_format_size(h->chunk_size, b, sizeof b),
+           tm_format_size(h->min_tiered, c, sizeof c), tm_format_size(h->hbm_reserve, d, sizeof d), h->policy,
+           h->tier_order, h->meminfo, h->backing == TM_STATS_BACKING_PINNED_HOST ? "pinned host memory" : "VMM");
+    printf("\n%-5s %-6s %12s %12s %12s %8s\n", "tier", "where", "limit", "used", "peak", "chunks");
+    for (int t = 0; t < TM_STATS_TIERS; t++) {
+        const tm_stats_tier *tier = &h->tier[t];
+        char where[16];
+        if (!tier->present) {
+            printf("%-5s %-6s %12s %12s %12s %8s\n", tier->name, "-", "absent", "-", "-", "-");
+            continue;
+        }
+        snprintf(where, sizeof where, t == 0 ? "gpu%d" : "node%d", tier->numa_node);
+        printf("%-5s %-6s %12s %12s %12s %8llu\n", tier->name, where, tm_format_size(tier->limit, a, sizeof a),
+               tm_format_size(tier->used, b, sizeof b), tm_format_size(tier->peak, c, sizeof c),
+               (unsigned long long)tier->chunks);
+    }
+    printf("\nsmall allocations %llu (%s, in hbm); chunked %llu (%s); managed %llu (%s)\n",
+           (unsigned long long)h->small_count, tm_format_size(h->small_bytes, a, sizeof a),
+           (unsigned long long)h->tiered_count, tm_format_size(h->tiered_bytes, b, sizeof b),
+           (unsigned long long)h->managed_count, tm_format_size(h->managed_bytes, c, sizeof c));
+    printf("allocations %llu, frees %llu, out of memory %llu, passed through after an error %llu, "
+           "records %llu (%llu not recorded)\n",
+           (unsigned long long)h->alloc_total, (unsigned long long)h->free_total, (unsigned long long)h->oom_total,
+           (unsigned long long)h->passthrough_total, (unsigned long long)h->records_used,
+           (unsigned long long)h->records_dropped);
+    if (s->record_count) {
+        printf("\n%-18s %12s %8s %8s %8s  %s\n", "address", "size", "hbm", "cxl", "ddr", "allocated with");
+        for (size_t i = 0; i < s->record_count; i++) {
+            const tm_stats_record *r = &s->records[i];
+            char address[24];
+            if (r->address)
+                snprintf(address, sizeof address, "0x%llx", (unsigned long long)r->address);
+            else
+                snprintf(address, sizeof address, "(handle)");
+            printf("%-18s %12s %8u %8u %8u  %s%s\n", address, tm_format_size(r->size, a, sizeof a), r->chunks[0],
+                   r->chunks[1], r->chunks[2], path_name(r->path),
+                   r->flags & TM_STATS_RECORD_PINNED_HOST ? " (pinned host)" : "");
+        }
+    }
+    printf("\ncalls:");
+    int shown = 0;
+    for (uint32_t i = 0; i < h->call_count; i++) {
+        if (!s->calls[i].calls)
+            continue;
+        printf("%s %.*s %llu", shown++ ? "," : "", (int)sizeof s->calls[i].symbol, s->calls[i].symbol,
+               (unsigned long long)s->calls[i].calls);
+    }
+    printf("%s\n", shown ? "" : " none");
+}
+
+/* ---------------------------------------------------------------- JSON */
+
+static void print_json(const tm_stats_snapshot *s, const char *path)
+{
+    const tm_stats_header *h = &s->header;
+    printf("{\"pid\":%d,\"state\":\"%s\",\"region\":\"%s\",\"device\":%d,\"device_memory\":%llu,"
+           "\"chunk_size\":%llu,\"min_tiered\":%llu,\"hbm_reserve\":%llu,\"policy\":\"%.16s\","
+           "\"tier_order\":\"%.16s\",\"meminfo\":\"%.16s\",\"backing\":\"%s\",\n",
+           h->pid, state_name(h), path, h->device, (unsigned long long)h->device_memory,
+           (unsigned long long)h->chunk_size, (unsigned long long)h->min_tiered, (unsigned long long)h->hbm_reserve,
+           h->policy, h->tier_order, h->meminfo, h->backing == TM_STATS_BACKING_PINNED_HOST ? "pinned_host" : "vmm");
+    printf("\"tiers\":[\n");
+    for (int t = 0; t < TM_STATS_TIERS; t++) {
+        const tm_stats_tier *tier = &h->tier[t];
+        printf("{\"name\":\"%.8s\",\"present\":%s,\"node\":%d,\"limit\":%llu,\"used\":%llu,\"peak\":%llu,"
+               "\"chunks\":%llu}%s\n",
+               tier->name, tier->present ? "true" : "false", tier->numa_node, (unsigned long long)tier->limit,
+               (unsigned long long)tier->used, (unsigned long long)tier->peak, (unsigned long long)tier->chunks,
+               t + 1 < TM_STATS_TIERS ? "," : "");
+    }
+    printf("],\n\"small_count\":%llu,\"small_bytes\":%llu,\"tiered_count\":%llu,\"tiered_bytes\":%llu,"
+           "\"managed_count\":%llu,\"managed_bytes\":%llu,\"alloc_total\":%llu,\"free_total\":%llu,"
+           "\"oom_total\":%llu,\"passthrough_total\":%llu,\"records_dropped\":%llu,\n",
+           (unsigned long long)h->small_count, (unsigned long long)h->small_bytes,
+           (unsigned long long)h->tiered_count, (unsigned long long)h->tiered_bytes,
+           (unsigned long long)h->managed_count, (unsigned long long)h->managed_bytes,
+           (unsigned long long)h->alloc_total, (unsigned long long)h->free_total, (unsigned long long)h->oom_total,
+           (unsigned long long)h->passthrough_total, (unsigned long long)h->records_dropped);
+    printf("\"allocations\":[\n");
+    for (size_t i = 0; i < s->record_count; i++) {
+        const tm_stats_record *r = &s->records[i];
+        printf("{\"address\":%llu,\"size\":%llu,\"chunks\":{\"hbm\":%u,\"cxl\":%u,\"ddr\":%u},\"path\":\"%s\","
+               "\"pinned_host\":%s}%s\n",
+               (unsigned long long)r->address, (unsigned long long)r->size, r->chunks[0], r->chunks[1], r->chunks[2],
+               path_name(r->path), r->flags & TM_STATS_RECORD_PINNED_HOST ? "true" : "false",
+               i + 1 < s->record_count ? "," : "");
+    }
+    printf("],\n\"calls\":{");
+    int shown = 0;
+    for (uint32_t i = 0; i < h->call_count; i++)
+        printf("%s\"%.*s\":%llu", shown++ ? "," : "", (int)sizeof s->calls[i].symbol, s->calls[i].symbol,
+               (unsigned long long)s->calls[i].calls);
+    printf("}}\n");
+}
+
+/* ---------------------------------------------------------------- main */
+
+static void usage(FILE *to)
+{
+    fprintf(to, "usage: tiermem-stat [--json] [--watch] [--interval SECONDS] [--count N] PID|PATH\n");
+}
+
+static bool all_digits(const char *s)
+{
+    if (!*s)
+        return false;
+    for (; *s; s++)
+        if (*s < '0' || *s > '9')
+            return false;
+    return true;
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option options[] = {
+        { "json", no_argument, NULL, 'j' },     { "watch", no_argument, NULL, 'w' },
+        { "interval", required_argument, NULL, 'i' }, { "count", required_argument, NULL, 'n' },
+        { "help", no_argument, NULL, 'h' },     { NULL, 0, NULL, 0 },
+    };
+    bool json = false, watch = false;
+    double interval = 1.0;
+    long count = -1;
+    for (int c; (c = getopt_long(argc, argv, "jwi:n:h", options, NULL)) != -1;) {
+        char *end;
+        switch (c) {
+        case 'j': json = true; break;
+        case 'w': watch = true; break;
+        case 'i':
+            interval = strtod(optarg, &end);
+            if (*end || !(interval > 0 && interval <= 3600)) {
+                fprintf(stderr, "tiermem-stat: --interval '%s' is not a number of seconds (0 to 3600)\n", optarg);
+                return 1;
+            }
+            break;
+        case 'n':
+            count = strtol(optarg, &end, 10);
+            if (*end || count <= 0) {
+                fprintf(stderr, "tiermem-stat: --count '%s' is not a positive number\n", optarg);
+                return 1;
+            }
+            break;
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return 1;
+        }
+    }
+    if (optind != argc - 1) {
+        usage(stderr);
+        return 1;
+    }
+    char path[4096];
+    if (all_digits(argv[optind]))
+        tm_stats_default_path((pid_t)atol(argv[optind]), path, sizeof path);
+    else
+        snprintf(path, sizeof path, "%s", argv[optind]);
+    if (!watch && count < 0)
+        count = 1;
+
+    for (long printed = 0; count < 0 || printed < count; printed++) {
+        tm_stats_snapshot snapshot;
+        char why[4200];
+        if (tm_stats_read(path, &snapshot, why, sizeof why) != 0) {
+            if (printed > 0) {
+                printf("tiermem: the process has exited (%s)\n", why);
+                return 0;
+            }
+            fprintf(stderr, "tiermem-stat: %s\n", why);
+            return 2;
+        }
+        if (watch && !json)
+            printf("\033[H\033[2J");
+        if (json)
+            print_json(&snapshot, path);
+        else
+            print_table(&snapshot, path);
+        fflush(stdout);
+        tm_stats_snapshot_free(&snapshot);
+        if (printed + 1 == count)
+            break;
+        nanosleep(&(struct timespec){ .tv_sec = (time_t)interval,
+                                      .tv_nsec = (long)((interval - (double)(time_t)interval) * 1e9) }, NULL);
+    }
+    return 0;
+}
