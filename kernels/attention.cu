@@ -74,9 +74,9 @@ __device__ __noinline__ void attend_one(float *out /* [head_dim] */, const float
 }
 
 #define TM_DEFINE_ATTENTION_CU(kvname, DTYPE)                                           \
-    extern "C" __global__ void tm_attn_decode_##kvname(TM_DECLARE_PARAMS(attn_decode)) { \
-        (void)n_seqs;                                                                   \
+    TM_GLOBAL void tm_attn_decode_##kvname(TM_DECLARE_PARAMS(attn_decode)) { \
         int32_t h = blockIdx.x, s = blockIdx.y;                                         \
+        if (s >= n_seqs) return; /* n_seqs = 0 still launches one block */             \
         int32_t kv_head = h / (n_heads / n_kv_heads);                                   \
         attend_one<DTYPE>(out + ((int64_t)s * n_heads + h) * head_dim,                  \
                           q + (int64_t)s * q_stride + (int64_t)h * head_dim, k_pool,    \
@@ -84,9 +84,9 @@ __device__ __noinline__ void attend_one(float *out /* [head_dim] */, const float
                           seq_lens[s], kv_head, n_kv_heads, head_dim, block_size,       \
                           attn_scale * k_scale, v_scale);                               \
     }                                                                                   \
-    extern "C" __global__ void tm_attn_prefill_##kvname(TM_DECLARE_PARAMS(attn_prefill)) { \
-        (void)n_tokens;                                                                 \
+    TM_GLOBAL void tm_attn_prefill_##kvname(TM_DECLARE_PARAMS(attn_prefill)) { \
         int32_t h = blockIdx.x, t = blockIdx.y;                                         \
+        if (t >= n_tokens) return;                                                      \
         int32_t kv_head = h / (n_heads / n_kv_heads);                                   \
         attend_one<DTYPE>(out + ((int64_t)t * n_heads + h) * head_dim,                  \
                           q + (int64_t)t * q_stride + (int64_t)h * head_dim, k_pool,    \

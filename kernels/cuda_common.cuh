@@ -9,6 +9,12 @@
 #include "kernels/kernels.h"
 #include "kernels/q8_0.h"
 
+/* How a kernel is declared: exported with its plain name, as the engine looks it up.
+ * (A CPU emulation of these kernels, tests/kernels/cuda_emu.h, defines it otherwise.) */
+#ifndef TM_GLOBAL
+#define TM_GLOBAL extern "C" __global__
+#endif
+
 #define TM_FULL_MASK 0xffffffffu
 
 __device__ __forceinline__ float tm_warp_sum(float v) {
@@ -28,7 +34,7 @@ __device__ __forceinline__ float tm_block_sum(float v, float *scratch) {
     v = tm_warp_sum(v);
     if (lane == 0) scratch[warp] = v;
     __syncthreads();
-    v = threadIdx.x < n_warps ? scratch[threadIdx.x] : 0.0f;
+    v = (int)threadIdx.x < n_warps ? scratch[threadIdx.x] : 0.0f;
     if (warp == 0) v = tm_warp_sum(v);
     if (threadIdx.x == 0) scratch[0] = v;
     __syncthreads();
@@ -43,7 +49,7 @@ __device__ __forceinline__ float tm_block_max(float v, float *scratch) {
     v = tm_warp_max(v);
     if (lane == 0) scratch[warp] = v;
     __syncthreads();
-    v = threadIdx.x < n_warps ? scratch[threadIdx.x] : -INFINITY;
+    v = (int)threadIdx.x < n_warps ? scratch[threadIdx.x] : -INFINITY;
     if (warp == 0) v = tm_warp_max(v);
     if (threadIdx.x == 0) scratch[0] = v;
     __syncthreads();

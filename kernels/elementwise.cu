@@ -5,7 +5,7 @@
  * use); absmax is one block that reduces the whole array (it runs for calibration,
  * not per token).
  */
-extern "C" __global__ void tm_silu_mul(TM_DECLARE_PARAMS(silu_mul)) {
+TM_GLOBAL void tm_silu_mul(TM_DECLARE_PARAMS(silu_mul)) {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
          i += (int64_t)gridDim.x * blockDim.x) {
         float g = gate[i];
@@ -13,13 +13,13 @@ extern "C" __global__ void tm_silu_mul(TM_DECLARE_PARAMS(silu_mul)) {
     }
 }
 
-extern "C" __global__ void tm_add(TM_DECLARE_PARAMS(add)) {
+TM_GLOBAL void tm_add(TM_DECLARE_PARAMS(add)) {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
          i += (int64_t)gridDim.x * blockDim.x)
         out[i] = a[i] + b[i];
 }
 
-extern "C" __global__ void tm_absmax(TM_DECLARE_PARAMS(absmax)) {
+TM_GLOBAL void tm_absmax(TM_DECLARE_PARAMS(absmax)) {
     __shared__ float scratch[32];
     float m = 0.0f;
     for (int64_t i = threadIdx.x; i < n; i += blockDim.x) m = fmaxf(m, fabsf(x[i]));
@@ -27,6 +27,6 @@ extern "C" __global__ void tm_absmax(TM_DECLARE_PARAMS(absmax)) {
     if (threadIdx.x == 0) out[0] = fmaxf(out[0], m);
 }
 
-extern "C" __global__ void tm_set_threads(TM_DECLARE_PARAMS(set_threads)) {
+TM_GLOBAL void tm_set_threads(TM_DECLARE_PARAMS(set_threads)) {
     (void)n_threads;
 }

@@ -18,8 +18,8 @@ __device__ void embed(float *out, const void *table, const int32_t *ids, int32_t
 }
 
 #define TM_DEFINE_EMBED_CU(wname, WTYPE)                                                \
-    extern "C" __global__ void tm_embed_##wname(TM_DECLARE_PARAMS(embed)) {             \
-        (void)n_tokens;                                                                 \
+    TM_GLOBAL void tm_embed_##wname(TM_DECLARE_PARAMS(embed)) {             \
+        if ((int32_t)blockIdx.x >= n_tokens) return; /* a grid is never empty */       \
         embed<WTYPE>(out, table, ids, dim, vocab);                                      \
     }
 TM_DEFINE_EMBED_CU(f32, TM_WTYPE_F32)

@@ -25,8 +25,8 @@ __device__ void kv_append(void *k_pool, void *v_pool, const float *k, const floa
 }
 
 #define TM_DEFINE_KV_APPEND_CU(kvname, DTYPE)                                           \
-    extern "C" __global__ void tm_kv_append_##kvname(TM_DECLARE_PARAMS(kv_append)) {    \
-        (void)n_tokens;                                                                 \
+    TM_GLOBAL void tm_kv_append_##kvname(TM_DECLARE_PARAMS(kv_append)) {    \
+        if ((int32_t)blockIdx.x >= n_tokens) return; /* a grid is never empty */       \
         kv_append<DTYPE>(k_pool, v_pool, k, v, slots, n_kv_heads, head_dim, block_size, \
                          k_stride, v_stride, k_scale, v_scale);                         \
     }

@@ -88,10 +88,10 @@ __device__ void matmul(float *out, const float *x, const void *w, int32_t n_toke
 }
 
 #define TM_DEFINE_MATMUL_CU(wname, WTYPE)                                               \
-    extern "C" __global__ void tm_matvec_##wname(TM_DECLARE_PARAMS(matmul)) {           \
+    TM_GLOBAL void tm_matvec_##wname(TM_DECLARE_PARAMS(matmul)) {           \
         matvec<WTYPE>(out, x, w, n_tokens, n_in, n_out, out_stride);                    \
     }                                                                                   \
-    extern "C" __global__ void tm_matmul_##wname(TM_DECLARE_PARAMS(matmul)) {           \
+    TM_GLOBAL void tm_matmul_##wname(TM_DECLARE_PARAMS(matmul)) {           \
         matmul<WTYPE>(out, x, w, n_tokens, n_in, n_out, out_stride);                    \
     }
 TM_DEFINE_MATMUL_CU(f32, TM_WTYPE_F32)

@@ -5,9 +5,9 @@
  * reduction (warp shuffles, then one warp over the warp sums). Every read of x for the
  * sum happens before the reduction's barrier, so writing out over x is safe.
  */
-extern "C" __global__ void tm_rmsnorm(TM_DECLARE_PARAMS(rmsnorm)) {
+TM_GLOBAL void tm_rmsnorm(TM_DECLARE_PARAMS(rmsnorm)) {
     __shared__ float scratch[32];
-    (void)n_rows;
+    if ((int32_t)blockIdx.x >= n_rows) return; /* n_rows = 0 still launches one block */
     const float *xr = x + (int64_t)blockIdx.x * dim;
     float *o = out + (int64_t)blockIdx.x * dim;
     float ss = 0.0f;

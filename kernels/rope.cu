@@ -5,9 +5,9 @@
  * does (see rope.c). Parallelisation: one block per token (128 threads); threads take
  * (head, pair) items.
  */
-extern "C" __global__ void tm_rope(TM_DECLARE_PARAMS(rope)) {
-    (void)n_tokens;
+TM_GLOBAL void tm_rope(TM_DECLARE_PARAMS(rope)) {
     int32_t t = blockIdx.x, half = rot_dim / 2;
+    if (t >= n_tokens) return; /* n_tokens = 0 still launches one block */
     float *xt = x + (int64_t)t * row_stride;
     for (int32_t item = threadIdx.x; item < n_heads * half; item += blockDim.x) {
         int32_t h = item / half, i = item % half;

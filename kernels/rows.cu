@@ -3,9 +3,9 @@
  * Parallelisation: one block per row (256 threads), threads stride the row; maxima
  * and sums are block reductions.
  */
-extern "C" __global__ void tm_softmax(TM_DECLARE_PARAMS(softmax)) {
+TM_GLOBAL void tm_softmax(TM_DECLARE_PARAMS(softmax)) {
     __shared__ float scratch[32];
-    (void)n_rows;
+    if ((int32_t)blockIdx.x >= n_rows) return; /* n_rows = 0 still launches one block */
     float *xr = x + (int64_t)blockIdx.x * n_cols;
     float m = -INFINITY;
     for (int32_t i = threadIdx.x; i < n_cols; i += blockDim.x) m = fmaxf(m, xr[i]);
@@ -30,10 +30,10 @@ __device__ __forceinline__ void argmax_merge(float *v, int32_t *idx, float ov, i
     }
 }
 
-extern "C" __global__ void tm_argmax(TM_DECLARE_PARAMS(argmax)) {
+TM_GLOBAL void tm_argmax(TM_DECLARE_PARAMS(argmax)) {
     __shared__ float best_v[32];
     __shared__ int32_t best_i[32];
-    (void)n_rows;
+    if ((int32_t)blockIdx.x >= n_rows) return;
     const float *xr = x + (int64_t)blockIdx.x * n_cols;
     float v = 0.0f;
     int32_t idx = -1;

@@ -428,6 +428,7 @@ static void case_rows(uint64_t *rng) {
     float *x = buf_new(sizeof(float) * rows * cols);
     fill_normal(x, (int64_t)rows * cols, 3.0f, rng);
     x[1 * cols + 5] = x[1 * cols + 900] = 50.0f; /* a tie: the lowest index */
+    x[5 * cols + 36] = x[5 * cols + 33] = 50.0f; /* a tie inside one warp's shuffles */
     x[2 * cols + 0] = NAN;                       /* NaN is never chosen */
     for (int i = 0; i < cols; i++) x[3 * cols + i] = NAN;
     int32_t *idx = buf_new(sizeof(int32_t) * rows);
@@ -590,6 +591,38 @@ static void case_prefill(uint64_t *rng, int32_t len, int32_t start) {
     }
 }
 
+/* Counts of zero still launch one block (a grid is never empty): nothing may be written. */
+static void case_empty(void) {
+    float *out = buf_new(4096), *x = buf_new(4096);
+    int32_t *ids = buf_new(256);
+    memset(out, 0x5a, 4096);
+    for (int i = 0; i < 64; i++) ids[i] = 1;
+    struct tm_args_embed e = {out, x, ids, 0, 16, 4};
+    RUN(tm_embed_f32, embed, embed, e);
+    struct tm_args_rmsnorm r = {out, x, x, 0, 16, 1e-5f};
+    RUN(tm_rmsnorm, rmsnorm, rmsnorm, r);
+    struct tm_args_rope ro = {out, ids, 0, 2, 8, 8, 16, 10000.0f};
+    RUN(tm_rope, rope, rope, ro);
+    struct tm_args_kv_append k = {out, out, x, x, ids, 0, 2, 8, 16, 16, 16, 1, 1};
+    RUN(tm_kv_append_f32, kv_append, kv_append, k);
+    struct tm_args_attn_decode d = {out, x, x, x, ids, ids, 0, 1, 2, 1, 8, 16, 16, 0.35f, 1, 1};
+    RUN(tm_attn_decode_f32, attn_decode, attn_decode, d);
+    struct tm_args_attn_prefill p = {out, x, x, x, ids, 0, 0, 2, 1, 8, 16, 16, 0.35f, 1, 1};
+    RUN(tm_attn_prefill_f32, attn_prefill, attn_prefill, p);
+    struct tm_args_softmax sm = {out, 0, 16};
+    RUN(tm_softmax, softmax, row, sm);
+    struct tm_args_argmax am = {ids, x, 0, 16};
+    RUN(tm_argmax, argmax, row, am);
+    struct tm_args_matmul mv = {out, x, x, 0, 16, 8, 8};
+    RUN(tm_matvec_f32, matmul, matvec, mv);
+    RUN(tm_matmul_f32, matmul, matmul, mv);
+    struct tm_args_silu_mul sl = {out, x, x, 0};
+    RUN(tm_silu_mul, silu_mul, elementwise, sl);
+    expect_exact("launches with a count of zero write nothing (outputs)", out, 4096);
+    expect_exact("launches with a count of zero write nothing (ids)", ids, 256);
+    bufs_free();
+}
+
 int main(int argc, char **argv) {
     const char *twin_path = NULL, *module_path = NULL;
     int small = 0;
@@ -621,6 +654,7 @@ int main(int argc, char **argv) {
     case_decode(&rng, 8, 1, 256, short_lens, 3);
     case_prefill(&rng, small ? 150 : 300, 0);
     case_prefill(&rng, small ? 150 : 300, small ? 120 : 250);
+    case_empty();
     printf("1..%d\n", tap_n);
     if (tap_failed) printf("# %d of %d checks failed\n", tap_failed, tap_n);
     return tap_failed ? 1 : 0;

@@ -4,8 +4,9 @@
 # driver and nvcc:
 #
 #     tests/gpu/run.sh            the GPU checks
-#     tests/gpu/run.sh --sim      the same steps on simcuda, here (checks the script, the
-#                                 build and the C side; the device side runs the C twins)
+#     tests/gpu/run.sh --sim      the same steps on simcuda, here: checks the script, the
+#                                 build and the C side; the device side runs the C twins,
+#                                 then the CUDA kernels compiled for the CPU (cuda_emu.h)
 #
 # Steps, each reported as one TAP line (sub-results indented under it):
 #   1. the machine: a GPU (nvidia-smi) and nvcc
@@ -77,7 +78,8 @@ FATBIN=$B/kernels/tiermem-kernels.fatbin
 TWINS=$B/lib/libtiermem-kernels.so
 CHECK=$B/tests/gpu/kernel_check
 targets=("$TWINS" "$FATBIN" "$B/obj/kernels/fatbin_embed.o" "$CHECK")
-[ "$SIM" = 1 ] && targets+=("$B/lib/simcuda/libcuda.so.1")
+EMU=$B/tests/kernels/libtiermem-kernels-cuda-emu.so
+[ "$SIM" = 1 ] && targets+=("$B/lib/simcuda/libcuda.so.1" "$EMU")
 if make -j"$JOBS" O="$O" NVCC="${NVCC:-/nonexistent/nvcc}" CUDA_HOME="$CUDA_HOME_USED" \
      EXTRA_CFLAGS="$WNOERR" "${targets[@]}" >"$LOGS/build.log" 2>&1 && [ -s "$FATBIN" ]; then
   pass "built the twin library, the fatbin ($(stat -c %s "$FATBIN") bytes) and kernel_check"
@@ -98,20 +100,32 @@ fi
 
 # --------------------------------------------------------------------------------------
 step "3. CUDA kernels against their C twins"
+# kernel_check prints one TAP line per kernel case (indented here); $1 names the run.
+run_kernel_check() {
+  local what=$1 log=$2; shift 2
+  timeout 240 "$@" >"$log" 2>&1
+  local rc=$?
+  indent <"$log"
+  local k_ok k_bad
+  k_ok=$(grep -c '^ok ' "$log")
+  k_bad=$(grep -c '^not ok ' "$log")
+  if [ "$rc" -eq 0 ] && [ "$k_bad" -eq 0 ] && [ "$k_ok" -gt 0 ]; then
+    pass "$what: $k_ok checks passed"
+  else
+    fail "$what: $k_ok passed, $k_bad failed, exit status $rc"
+  fi
+}
 if [ -x "$CHECK" ] && [ -f "$TWINS" ]; then
   if [ "$SIM" = 1 ]; then
-    LD_LIBRARY_PATH=$B/lib/simcuda timeout 240 "$CHECK" "$TWINS" --module "$TWINS" >"$LOGS/kernel_check.log" 2>&1
+    # The device side is the twins themselves (every difference must be 0), then the
+    # CUDA kernels compiled for the CPU (tests/kernels/cuda_emu.h).
+    LD_LIBRARY_PATH=$B/lib/simcuda run_kernel_check "kernel_check, twins on simcuda" \
+      "$LOGS/kernel_check.log" "$CHECK" "$TWINS" --module "$TWINS"
+    LD_LIBRARY_PATH=$B/lib/simcuda run_kernel_check "kernel_check, CUDA kernels emulated on the CPU" \
+      "$LOGS/kernel_check_emu.log" "$CHECK" "$TWINS" --module "$EMU" --small
   else
-    timeout 240 "$CHECK" "$TWINS" >"$LOGS/kernel_check.log" 2>&1
-  fi
-  rc=$?
-  indent <"$LOGS/kernel_check.log"
-  k_ok=$(grep -c '^ok ' "$LOGS/kernel_check.log")
-  k_bad=$(grep -c '^not ok ' "$LOGS/kernel_check.log")
-  if [ "$rc" -eq 0 ] && [ "$k_bad" -eq 0 ] && [ "$k_ok" -gt 0 ]; then
-    pass "kernel_check: $k_ok checks passed"
-  else
-    fail "kernel_check: $k_ok passed, $k_bad failed, exit status $rc"
+    run_kernel_check "kernel_check, CUDA kernels from the embedded fatbin on the GPU" \
+      "$LOGS/kernel_check.log" "$CHECK" "$TWINS"
   fi
 else
   fail "kernel_check not built (step 2)"
@@ -205,6 +219,28 @@ else
         fail "--kv-dtype $d: exit status $rc, ids '$ids'"; show_log "$LOGS/llm-$d.err" 10
       fi
     done
+  fi
+fi
+
+# With --sim: the engine once more, its kernels now the CUDA ones compiled for the CPU
+# (tests/kernels/cuda_emu.h; the engine finds them as its host-kernel library beside a
+# copy of its binary). Slow, so 8 tokens: the reference's first 8 ids.
+if [ "$SIM" = 1 ] && [ -x "$LLM" ] && [ -f "$MODEL" ] && [ -f "$EMU" ]; then
+  step "5b. tiermem-llm on the CUDA kernels emulated on the CPU"
+  emu_dir=$(mktemp -d)
+  mkdir -p "$emu_dir/bin" "$emu_dir/lib"
+  cp "$LLM" "$emu_dir/bin/" && cp "$EMU" "$emu_dir/lib/libtiermem-kernels.so"
+  LD_LIBRARY_PATH=$B/lib/simcuda timeout 120 "$emu_dir/bin/tiermem-llm" -m "$MODEL" \
+    -p "Once upon a time" -n 8 --kv-dtype f32 --kv-blocks 64 -v >"$LOGS/llm-emu.out" 2>"$LOGS/llm-emu.err"
+  rc=$?
+  rm -rf "$emu_dir"
+  grep -E '^tiermem-llm: (kernels|summary)' "$LOGS/llm-emu.err" | indent
+  got=$(sed -n 's/^tiermem-llm: seq 0 generated ids: //p' "$LOGS/llm-emu.err")
+  if [ "$rc" -eq 0 ] && [ "$got" = "432 383 286 261 376 298 315 421" ]; then
+    pass "8 generated ids equal the reference with the emulated CUDA kernels"
+  else
+    fail "emulated CUDA kernels: exit status $rc, ids '$got', want '432 383 286 261 376 298 315 421'"
+    show_log "$LOGS/llm-emu.err" 10
   fi
 fi
 

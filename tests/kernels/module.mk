@@ -24,3 +24,14 @@ $(O)/tests/kernels/test_kernel_attention: $(O)/tests/kernels/%: $(O)/obj/tests/k
 # The GPU check program, run on simcuda (test_kernel_driver.sh): built with the tests.
 TEST_SCRIPTS += tests/kernels/test_kernel_driver.sh
 test-progs: $(O)/tests/gpu/kernel_check $(O)/lib/simcuda/libcuda.so.1
+
+# The CUDA kernels themselves, run on the CPU (cuda_emu.h) as a simcuda module, checked
+# against the twins by kernel_check (test_kernel_cuda_emu.sh). No sanitizers: it switches
+# stacks (ucontext), which they do not follow.
+KERNELS_CUDA_EMU := $(O)/tests/kernels/libtiermem-kernels-cuda-emu.so
+$(KERNELS_CUDA_EMU): tests/kernels/cuda_emu_module.cc tests/kernels/cuda_emu.h \
+                     $(wildcard kernels/*.cu kernels/*.cuh kernels/*.h)
+	@mkdir -p $(@D)
+	$(CXX) -std=c++17 $(OPT) -g -fPIC -shared $(WARN) -Wno-unknown-pragmas -I. $< -o $@
+TEST_SCRIPTS += tests/kernels/test_kernel_cuda_emu.sh
+test-progs: $(KERNELS_CUDA_EMU)
