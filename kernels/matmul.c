@@ -60,6 +60,32 @@ static inline float dot_bf16(const uint16_t *w /* [n] */, const float *x /* [n] 
     DOT(LOAD_BF16)
 }
 
+/* Two dot products with one row, so each weight loaded feeds two multiply-adds. Each
+ * token's sum has exactly dot_f32's lanes, folds and order: the same bits as one at a
+ * time (a sequence's result does not depend on its batch). */
+static inline void dot2_f32(const float *w /* [n] */, const float *x0 /* [n] */,
+                            const float *x1 /* [n] */, int32_t n, float *out0, float *out1) {
+    float a0[LANES] = {0.0f}, a1[LANES] = {0.0f};
+    int32_t i = 0;
+    for (; i + LANES <= n; i += LANES)
+        for (int k = 0; k < LANES; k++) {
+            a0[k] += w[i + k] * x0[i + k];
+            a1[k] += w[i + k] * x1[i + k];
+        }
+    for (int half = LANES / 2; half > 0; half /= 2)
+        for (int k = 0; k < half; k++) {
+            a0[k] += a0[k + half];
+            a1[k] += a1[k + half];
+        }
+    float s0 = a0[0], s1 = a1[0];
+    for (; i < n; i++) {
+        s0 += w[i] * x0[i];
+        s1 += w[i] * x1[i];
+    }
+    *out0 = s0;
+    *out1 = s1;
+}
+
 /* Lane k sums element k of every block, (d * q[k]) * x[k] (the value the weight stands
  * for, times x, as the CUDA kernel computes it); the 32 lanes are then folded in halves. */
 static inline float dot_q8_0(const uint8_t *w /* [n / 32][34] */, const float *x /* [n] */,
@@ -95,16 +121,16 @@ static inline void convert_bf16(float *row, const uint8_t *w, int32_t n) {
 static inline void convert_q8_0(float *row, const uint8_t *w, int32_t n) {
     tm_q8_0_dequantize_row(row, w, n);
 }
-static inline void convert_f32(float *row, const uint8_t *w, int32_t n) {
+static inline void convert_f32(float *row, const uint8_t *w, int32_t n) { /* unused */
     memcpy(row, w, (size_t)n * sizeof(float));
 }
 
-/* One token: each row's dot straight from the weights. Several tokens (row_buf given):
- * each row is converted to f32 once per pass and dotted with every token of the pass,
- * so the conversion is not paid again per token. Both give the same bits: conversion
- * is exact and dot_f32 adds in the lanes and order of every dot_<type> (for Q8_0, lane k
- * is element k of each 32-value block in both). */
-#define DEFINE_TILE(wname, elem_t)                                                      \
+/* One token: each row's dot straight from the weights. Several tokens: each row is
+ * converted to f32 once per pass (f32 rows are used in place) and dotted with the pass's
+ * tokens two at a time. Both give the same bits: conversion is exact and dot_f32/dot2_f32
+ * add in the lanes and order of every dot_<type> (for Q8_0, lane k is element k of each
+ * 32-value block in both). Without row_buf (no memory) the one-token path serves all. */
+#define DEFINE_TILE(wname, elem_t, IS_F32)                                              \
     __attribute__((target_clones("arch=x86-64-v3", "default")))                        \
     static void tile_##wname(float *out /* [n_tokens][out_stride] */,                   \
                              const float *x /* [n_tokens][n_in] */,                     \
@@ -112,7 +138,7 @@ static inline void convert_f32(float *row, const uint8_t *w, int32_t n) {
                              int32_t n_tokens, int32_t n_in, int32_t out_stride,        \
                              int32_t row_begin, int32_t row_end,                        \
                              float *row_buf /* [n_in] or NULL */) {                     \
-        if (!row_buf || n_tokens == 1) {                                                \
+        if (n_tokens == 1 || (!IS_F32 && !row_buf)) {                                   \
             for (int32_t t = 0; t < n_tokens; t++) {                                    \
                 const float *xt = x + (int64_t)t * n_in;                                \
                 float *ot = out + (int64_t)t * out_stride;                              \
@@ -121,22 +147,29 @@ static inline void convert_f32(float *row, const uint8_t *w, int32_t n) {
             }                                                                           \
             return;                                                                     \
         }                                                                               \
-        int32_t chunk = X_CHUNK_FLOATS / n_in > 0 ? X_CHUNK_FLOATS / n_in : 1;          \
+        int32_t chunk = X_CHUNK_FLOATS / n_in > 1 ? X_CHUNK_FLOATS / n_in : 2;          \
         for (int32_t t0 = 0; t0 < n_tokens; t0 += chunk) {                              \
             int32_t t1 = t0 + chunk < n_tokens ? t0 + chunk : n_tokens;                 \
             for (int32_t o = row_begin; o < row_end; o++) {                             \
-                convert_##wname(row_buf, w + o * row_bytes, n_in);                      \
-                for (int32_t t = t0; t < t1; t++)                                       \
-                    out[(int64_t)t * out_stride + o] =                                  \
-                        dot_f32(row_buf, x + (int64_t)t * n_in, n_in);                  \
+                const float *row = (const float *)(w + o * row_bytes);                  \
+                if (!IS_F32) {                                                          \
+                    convert_##wname(row_buf, w + o * row_bytes, n_in);                  \
+                    row = row_buf;                                                      \
+                }                                                                       \
+                int32_t t = t0;                                                         \
+                for (; t + 1 < t1; t += 2)                                              \
+                    dot2_f32(row, x + (int64_t)t * n_in, x + (int64_t)(t + 1) * n_in, n_in, \
+                             &out[(int64_t)t * out_stride + o],                         \
+                             &out[(int64_t)(t + 1) * out_stride + o]);                  \
+                if (t < t1) out[(int64_t)t * out_stride + o] = dot_f32(row, x + (int64_t)t * n_in, n_in); \
             }                                                                           \
         }                                                                               \
     }
 
-DEFINE_TILE(f32, float)
-DEFINE_TILE(f16, uint16_t)
-DEFINE_TILE(bf16, uint16_t)
-DEFINE_TILE(q8_0, uint8_t)
+DEFINE_TILE(f32, float, 1)
+DEFINE_TILE(f16, uint16_t, 0)
+DEFINE_TILE(bf16, uint16_t, 0)
+DEFINE_TILE(q8_0, uint8_t, 0)
 
 typedef void tile_fn(float *, const float *, const uint8_t *, int64_t, int32_t, int32_t,
                      int32_t, int32_t, int32_t, float *);
