@@ -219,15 +219,16 @@ static void attn_prefill_any(attend_fn *attend, const char *name, TM_DECLARE_PAR
 
 #define DEFINE_ATTENTION(kvname, DTYPE)                                                 \
     static void attn_decode_##kvname(TM_DECLARE_PARAMS(attn_decode)) {                 \
-        attn_decode_any(attend_##kvname, "tm_attn_decode_" #kvname, out, q, k_pool, v_pool,       \
+        attn_decode_any(attend_##kvname, "tm_attn_decode_" #kvname, out, q, k_pool, v_pool, \
                         block_tables, seq_lens, n_seqs, max_blocks_per_seq, n_heads,    \
                         n_kv_heads, head_dim, block_size, q_stride, attn_scale,         \
-                        k_scale, v_scale);                                              \
+                        tm_kv_scale(DTYPE, k_scale), tm_kv_scale(DTYPE, v_scale));      \
     }                                                                                   \
     static void attn_prefill_##kvname(TM_DECLARE_PARAMS(attn_prefill)) {               \
-        attn_prefill_any(attend_##kvname, "tm_attn_prefill_" #kvname, out, q, k_pool, v_pool,     \
-                         block_table, n_tokens, start_pos, n_heads, n_kv_heads,         \
-                         head_dim, block_size, q_stride, attn_scale, k_scale, v_scale); \
+        attn_prefill_any(attend_##kvname, "tm_attn_prefill_" #kvname, out, q, k_pool,   \
+                         v_pool, block_table, n_tokens, start_pos, n_heads, n_kv_heads, \
+                         head_dim, block_size, q_stride, attn_scale,                    \
+                         tm_kv_scale(DTYPE, k_scale), tm_kv_scale(DTYPE, v_scale));     \
     }                                                                                   \
     TM_TWIN(tm_attn_decode_##kvname, attn_decode, attn_decode, attn_decode_##kvname,   \
             tm_check_attn_decode(&args))                                                \

@@ -74,7 +74,7 @@ __device__ __noinline__ void attend_one(float *out /* [head_dim] */, const float
 }
 
 #define TM_DEFINE_ATTENTION_CU(kvname, DTYPE)                                           \
-    TM_GLOBAL void tm_attn_decode_##kvname(TM_DECLARE_PARAMS(attn_decode)) { \
+    TM_GLOBAL void tm_attn_decode_##kvname(TM_DECLARE_PARAMS(attn_decode)) {            \
         int32_t h = blockIdx.x, s = blockIdx.y;                                         \
         if (s >= n_seqs) return; /* n_seqs = 0 still launches one block */             \
         int32_t kv_head = h / (n_heads / n_kv_heads);                                   \
@@ -82,16 +82,18 @@ __device__ __noinline__ void attend_one(float *out /* [head_dim] */, const float
                           q + (int64_t)s * q_stride + (int64_t)h * head_dim, k_pool,    \
                           v_pool, block_tables + (int64_t)s * max_blocks_per_seq,       \
                           seq_lens[s], kv_head, n_kv_heads, head_dim, block_size,       \
-                          attn_scale * k_scale, v_scale);                               \
+                          attn_scale * tm_kv_scale(DTYPE, k_scale),                     \
+                          tm_kv_scale(DTYPE, v_scale));                                 \
     }                                                                                   \
-    TM_GLOBAL void tm_attn_prefill_##kvname(TM_DECLARE_PARAMS(attn_prefill)) { \
+    TM_GLOBAL void tm_attn_prefill_##kvname(TM_DECLARE_PARAMS(attn_prefill)) {          \
         int32_t h = blockIdx.x, t = blockIdx.y;                                         \
         if (t >= n_tokens) return;                                                      \
         int32_t kv_head = h / (n_heads / n_kv_heads);                                   \
         attend_one<DTYPE>(out + ((int64_t)t * n_heads + h) * head_dim,                  \
                           q + (int64_t)t * q_stride + (int64_t)h * head_dim, k_pool,    \
                           v_pool, block_table, start_pos + t + 1, kv_head, n_kv_heads,  \
-                          head_dim, block_size, attn_scale * k_scale, v_scale);         \
+                          head_dim, block_size, attn_scale * tm_kv_scale(DTYPE, k_scale), \
+                          tm_kv_scale(DTYPE, v_scale));                                 \
     }
 TM_DEFINE_ATTENTION_CU(f32, TM_KV_F32)
 TM_DEFINE_ATTENTION_CU(f16, TM_KV_F16)

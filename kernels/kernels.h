@@ -215,9 +215,11 @@ static inline TM_HD unsigned tm_div_up(int64_t n, int64_t d) {
  *   out[s][h] = sum_j softmax_j(attn_scale * q[s][h] . K[s][j][g]) V[s][j][g]
  * over j < seq_lens[s], with g = h / (n_heads / n_kv_heads) (grouped-query attention)
  * and K/V of position j at block block_tables[s][j / block_size], offset
- * j % block_size. Loaded fp8 values are q * k_scale (q * v_scale). A sequence with
- * seq_lens[s] <= 0 gets zeros. The softmax is the online (running max) form, tile by
- * tile of TM_ATTN_TILE positions, on both sides. */
+ * j % block_size. Loaded fp8 values stand for q * k_scale (q * v_scale); both sides
+ * fold k_scale into the score scale and v_scale into the output (kv_elem.h). A
+ * sequence with seq_lens[s] <= 0 gets zeros. The softmax is the online (running max)
+ * form, tile by tile of TM_ATTN_TILE positions, on both sides. As in kv_append, the
+ * scales are ignored for f32 and f16 (tm_check_* still wants them > 0: pass 1.0f). */
 #define TM_PARAMS_attn_decode(P)                                                        \
     P(float *, out)          /* [n_seqs][n_heads][head_dim] */                          \
     P(const float *, q)      /* [n_seqs][q_stride], heads [n_heads][head_dim] */        \

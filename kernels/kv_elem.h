@@ -6,7 +6,8 @@
  * attention kernels fold k_scale into the score scale and v_scale into the output,
  * which is the same q * scale up to one rounding.
  * `dtype` is a compile-time constant at every call site, so each kernel variant
- * compiles to straight-line code for its dtype.
+ * compiles to straight-line code for its dtype. tm_kv_scale() is the scale a kernel
+ * applies: the given one for fp8, 1 for f32 and f16 (whose pages hold plain values).
  */
 #ifndef TM_KV_ELEM_H
 #define TM_KV_ELEM_H
@@ -20,6 +21,10 @@
 #else
 #define TM_KV_FN static inline __attribute__((always_inline))
 #endif
+
+TM_KV_FN float tm_kv_scale(int dtype, float scale) {
+    return dtype == TM_KV_FP8_E4M3 || dtype == TM_KV_FP8_E5M2 ? scale : 1.0f;
+}
 
 TM_KV_FN float tm_kv_load(int dtype, const void *pool, int64_t idx) {
     switch (dtype) {

@@ -246,6 +246,25 @@ static void test_prefill_matches_reference_and_decode(void **state) {
     }
 }
 
+static void test_scales_apply_to_fp8_only(void **state) {
+    (void)state;
+    const int32_t lens[] = {50, 200};
+    for (size_t k = 0; k < 2; k++) { /* f32 and f16: pages hold plain values */
+        uint64_t seed = 77;
+        struct cache c = make_cache(&KV[k], 8, 2, 32, 16, lens, 2, seed);
+        float q[2 * 8 * 32], with[2 * 8 * 32], without[2 * 8 * 32];
+        fill_normal(q, 2 * 8 * 32, 1.0f, &seed);
+        for (int pass = 0; pass < 2; pass++) {
+            struct tm_args_attn_decode a = {pass ? with : without, q, c.k_pool, c.v_pool,
+                                            c.tables, c.lens, 2, c.max_blocks, 8, 2, 32, 16,
+                                            8 * 32, 0.2f, pass ? 3.0f : 1.0f, pass ? 0.5f : 1.0f};
+            TWIN_LAUNCH(KV[k].decode, attn_decode, attn_decode, a);
+        }
+        assert_memory_equal(with, without, sizeof with);
+        free_cache(&c);
+    }
+}
+
 static void test_thread_count_does_not_change_bits(void **state) {
     (void)state;
     const int32_t lens[] = {900, 1, 333, 64};
@@ -270,6 +289,7 @@ int main(void) {
         cmocka_unit_test(test_decode_gqa_many_blocks),
         cmocka_unit_test(test_decode_head_shapes),
         cmocka_unit_test(test_prefill_matches_reference_and_decode),
+        cmocka_unit_test(test_scales_apply_to_fp8_only),
         cmocka_unit_test(test_thread_count_does_not_change_bits),
     };
     return cmocka_run_group_tests_name("kernel twins: paged attention", tests, NULL, NULL);
