@@ -11,7 +11,11 @@ KERNELS_LIB       := $(O)/lib/libtiermem-kernels.so
 KERNELS_CU        := $(wildcard kernels/*.cu)
 KERNELS_FATBIN    := $(O)/kernels/tiermem-kernels.fatbin
 KERNELS_FATBIN_OBJ := $(O)/obj/kernels/fatbin_embed.o
+# IEEE division and square root and no flushing of denormals (nvcc's defaults, spelled
+# out): the twins compute the same way, and fp8.h/f16.h decode subnormals through f32
+# denormals.
 KERNELS_NVCC_FLAGS := -std=c++17 -O3 -I. -Xcompiler -Wall \
+    -ftz=false -prec-div=true -prec-sqrt=true \
     -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
     -gencode arch=compute_90,code=compute_90
 
