@@ -19,7 +19,7 @@
 #
 # Environment: O (build folder, default build), NVCC (default: $CUDA_HOME/bin/nvcc or
 # nvcc on PATH), TM_SHARED (folder holding models/, default ../shared beside the
-# repository: copy models/stories260K.gguf there on a machine that lacks it).
+# repository, else shared/ inside it).
 # Logs of each step: $O/gpu-logs/. The last line is "N passed, N failed, N skipped".
 set -u
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -157,6 +157,8 @@ fi
 step "5. tiermem-llm on stories260K (greedy, --kv-dtype f32)"
 LLM=$B/bin/tiermem-llm
 MODEL=$TM_SHARED/models/stories260K.gguf
+# A machine that gets only a copy of the repository may hold the models in shared/ inside it.
+[ -f "$MODEL" ] || [ ! -f "$ROOT/shared/models/stories260K.gguf" ] || MODEL=$ROOT/shared/models/stories260K.gguf
 if [ -f engine/module.mk ]; then
   make -j"$JOBS" O="$O" NVCC="${NVCC:-/nonexistent/nvcc}" CUDA_HOME="$CUDA_HOME_USED" \
     EXTRA_CFLAGS="$WNOERR" "$LLM" \
