@@ -337,8 +337,10 @@ bool tm_released_at_exit(CUdeviceptr dptr)
     return bases && bsearch(&dptr, bases, released_count, sizeof *bases, compare_bases);
 }
 
+/* The records are the parent's; the memory they describe is not the child's to touch. */
 void tm_forget_all_in_child(void)
 {
+    tm_registry_reinit_locks_in_child();
     size_t count;
     tm_range **taken = tm_registry_take(every, NULL, &count);
     for (size_t i = 0; i < count; i++) {

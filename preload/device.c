@@ -183,6 +183,8 @@ void tm_device_unlock(void)
 /* A fork child starts over: the parent's device state is not the child's to use. */
 void tm_device_forget_in_child(void)
 {
+    pthread_mutex_init(&setup_lock, NULL);
+    pthread_mutex_init(&device.place_lock, NULL);
     device_state = DEVICE_NOT_SET_UP;
     device.primary_ctx = NULL;
 }

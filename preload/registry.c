@@ -207,6 +207,12 @@ void tm_registry_unlock_all(void)
     unlock_set(~(uint64_t)0);
 }
 
+void tm_registry_reinit_locks_in_child(void)
+{
+    for (unsigned i = 0; i < TM_REGISTRY_SHARDS; i++)
+        pthread_rwlock_init(&shards[i].lock, NULL);
+}
+
 static void drop_node(void *record)
 {
     (void)record;

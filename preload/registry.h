@@ -43,11 +43,13 @@ tm_range **tm_registry_take(bool (*match)(const tm_range *record, void *arg), vo
 /* Records held now (a hint for fast paths: 0 means "nothing to look up"). */
 size_t tm_registry_count(void);
 
-/* Fork handling: lock every shard before fork; unlock after it, in parent and child. */
+/* Fork handling: lock every shard before fork and unlock after it in the parent. The
+ * child's one thread does not own the parent's locks: it gets fresh ones. */
 void tm_registry_lock_all(void);
 void tm_registry_unlock_all(void);
+void tm_registry_reinit_locks_in_child(void);
 
-/* Forgets every record without touching them (a fork child's inherited registry). */
+/* Forgets every record without touching them. */
 void tm_registry_forget_all(void);
 
 #endif /* TM_PRELOAD_REGISTRY_H */

@@ -37,10 +37,10 @@ static void after_fork_in_parent(void)
 
 /* The child has its own address space and its own driver state: it keeps the
  * configuration and starts over with no allocations, its own stats region at its first
- * allocation, and no say over the parent's. */
+ * allocation, and no say over the parent's. Its one thread does not own the locks the
+ * forking thread took: each module makes fresh ones. */
 static void after_fork_in_child(void)
 {
-    after_fork_in_parent();
     tm_forget_all_in_child();
     tm_vmm_handles_forget_in_child();
     tm_stats_forget_in_child();

@@ -211,6 +211,7 @@ void tm_stats_close(void)
 
 void tm_stats_forget_in_child(void)
 {
+    pthread_mutex_init(&slot_lock, NULL);
     if (region)
         munmap(region, region_size);
     in_fork_child = true;

@@ -74,6 +74,7 @@ void tm_vmm_handles_unlock(void)
 
 void tm_vmm_handles_forget_in_child(void)
 {
+    pthread_mutex_init(&lock, NULL);
     entry *e, *next;
     HASH_ITER(hh, handles, e, next) {
         HASH_DEL(handles, e);

@@ -18,7 +18,7 @@ $(PRELOAD_TEST_KERNELS): $(O)/obj/tests/preload/kernels.o
 	$(CC) $(CFLAGS) $(LDFLAGS) -shared $^ -o $@
 
 $(PRELOAD_TEST_DIR)/probe: $(O)/obj/tests/preload/probe.o $(O)/obj/tests/preload/probe_util.o \
-    $(O)/lib/simcuda/libcuda.so.1 | $(PRELOAD_TEST_KERNELS)
+    $(O)/obj/tools/tiermem-stat/stats_read.o $(O)/lib/simcuda/libcuda.so.1 | $(PRELOAD_TEST_KERNELS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) $(filter %.o,$^) -o $@ $(PRELOAD_TEST_LINK)
 

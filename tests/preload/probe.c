@@ -12,12 +12,14 @@
  *   probe threads THREADS OPS             threads allocating and freeing mixed sizes, with checks
  *   probe fork                            a child allocating on its own; a child of a live parent
  *   probe leak SIZE COUNT                 allocations never freed: left to the exit
+ *   probe ctx                             allocations in a context destroyed without freeing them
  *   probe exit CODE                       a few allocations, then exit with CODE
  *
  * Sizes take K/M/G suffixes. Exit status: 0 fine, 2 an allocation failed (the message says
  * which), 3 another driver call failed, 4 data or answers were wrong, 1 bad arguments. */
 #include <errno.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +29,7 @@
 #include <unistd.h>
 
 #include "tests/preload/probe_util.h"
+#include "tools/tiermem-stat/stats_read.h"
 
 static size_t parse_size(const char *text)
 {
@@ -65,6 +68,10 @@ static int run_pieces(size_t total, size_t piece, const char *hold)
         CUresult r = cuMemAlloc(&pieces[i], piece);
         if (r != CUDA_SUCCESS) {
             printf("allocation %zu of %zu failed: %s\n", i + 1, count, probe_error_name(r));
+            for (size_t j = 0; j < i; j++)
+                if (probe_verify(pieces[j], piece, (uint32_t)j))
+                    return 4;
+            printf("the %zu earlier pieces are intact\n", i);
             return 2;
         }
         if (probe_round_trip(pieces[i], piece, (uint32_t)i))
@@ -310,7 +317,15 @@ typedef struct thread_job {
     int failed;
 } thread_job;
 
-/* Small and chunked sizes, mixed; the checked span is the head and tail of each. */
+/* Runs `check` on the first and last 4 KiB of an allocation (all of a small one). */
+static int check_ends(CUdeviceptr p, size_t size, uint32_t seed, int (*check)(CUdeviceptr, size_t, uint32_t))
+{
+    if (size <= 8192)
+        return check(p, size, seed);
+    return check(p, 4096, seed) || check(p + size - 4096, 4096, seed + 1);
+}
+
+/* Small and chunked sizes, mixed, each checked at both ends. */
 static void *thread_main(void *arg)
 {
     thread_job *job = arg;
@@ -327,9 +342,7 @@ static void *thread_main(void *arg)
         random = random * 1103515245u + 12345u;
         int slot = (int)((random >> 16) % 4);
         if (live[slot]) {
-            size_t span = live_size[slot] < 8192 ? live_size[slot] : 4096;
-            if (probe_verify(live[slot], span, live_seed[slot]) ||
-                probe_verify(live[slot] + live_size[slot] - span, span, live_seed[slot] + 1) ||
+            if (check_ends(live[slot], live_size[slot], live_seed[slot], probe_verify) ||
                 cuMemFree(live[slot]) != CUDA_SUCCESS)
                 job->failed = 1;
             live[slot] = 0;
@@ -341,11 +354,9 @@ static void *thread_main(void *arg)
             job->failed = 1;
             break;
         }
-        size_t span = size < 8192 ? size : 4096;
         live_size[slot] = size;
         live_seed[slot] = seed;
-        if (probe_round_trip(live[slot], span, seed) ||
-            probe_round_trip(live[slot] + size - span, span, seed + 1))
+        if (check_ends(live[slot], size, seed, probe_round_trip))
             job->failed = 1;
     }
     for (int slot = 0; slot < 4; slot++)
@@ -447,6 +458,53 @@ static int run_leak(size_t size, int count)
     return 0;
 }
 
+/* Reads this process's stats region, if it has one (under the interposer). */
+static bool own_stats(tm_stats_snapshot *s)
+{
+    char path[64], why[256];
+    tm_stats_default_path(getpid(), path, sizeof path);
+    return tm_stats_read(path, s, why, sizeof why) == 0;
+}
+
+static int run_ctx(void)
+{
+    CUdevice device;
+    CUcontext ctx;
+    CHECK(cuInit(0));
+    CHECK(cuDeviceGet(&device, 0));
+    CHECK(cuCtxCreate(&ctx, NULL, 0, device));
+    CUdeviceptr big, small;
+    CHECK(cuMemAlloc(&big, 8 << 20));
+    CHECK(cuMemAlloc(&small, 4096));
+    if (probe_round_trip(big, 8 << 20, 51))
+        return 4;
+    tm_stats_snapshot s;
+    bool interposed = own_stats(&s);
+    if (interposed) {
+        printf("before destroy: chunked %llu, small %llu\n", (unsigned long long)s.header.tiered_count,
+               (unsigned long long)s.header.small_count);
+        if (s.header.tiered_count != 1 || s.header.small_count != 1)
+            return fail("the context's allocations are not counted");
+        tm_stats_snapshot_free(&s);
+    }
+    CHECK(cuCtxDestroy(ctx));
+    if (interposed && own_stats(&s)) {
+        printf("after destroy: chunked %llu, small %llu, hbm %llu bytes\n", (unsigned long long)s.header.tiered_count,
+               (unsigned long long)s.header.small_count, (unsigned long long)s.header.tier[0].used);
+        if (s.header.tiered_count || s.header.small_count || s.header.tier[0].used)
+            return fail("the destroyed context's allocations are still counted");
+        tm_stats_snapshot_free(&s);
+    }
+    /* the device is usable again, in the primary context */
+    probe_init();
+    CHECK(cuMemAlloc(&big, 8 << 20));
+    if (probe_round_trip(big, 8 << 20, 52))
+        return 4;
+    CHECK(cuMemFree(big));
+    printf("ctx ok\n");
+    return 0;
+}
+
 static int run_exit(int code)
 {
     probe_init();
@@ -479,6 +537,8 @@ int main(int argc, char **argv)
         return run_fork();
     if (argc == 4 && strcmp(argv[1], "leak") == 0)
         return run_leak(parse_size(argv[2]), atoi(argv[3]));
+    if (argc == 2 && strcmp(argv[1], "ctx") == 0)
+        return run_ctx();
     if (argc == 3 && strcmp(argv[1], "exit") == 0)
         return run_exit(atoi(argv[2]));
     fprintf(stderr, "usage: see the comment at the top of tests/preload/probe.c\n");

@@ -39,7 +39,11 @@ CUcontext probe_init(void)
 CUfunction probe_kernel(void)
 {
     static __thread CUfunction kernel;
-    if (!kernel) {
+    static __thread CUcontext loaded_in; /* a module goes with its context */
+    CUcontext current = NULL;
+    cuCtxGetCurrent(&current);
+    if (!kernel || current != loaded_in) {
+        loaded_in = current;
         CUmodule module;
         CHECK(cuModuleLoad(&module, TM_TEST_KERNELS));
         CHECK(cuModuleGetFunction(&kernel, module, "add_bytes"));
