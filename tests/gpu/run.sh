@@ -232,7 +232,7 @@ if [ "$SIM" = 1 ] && [ -x "$LLM" ] && [ -f "$MODEL" ] && [ -f "$EMU" ]; then
   emu_dir=$(mktemp -d)
   mkdir -p "$emu_dir/bin" "$emu_dir/lib"
   cp "$LLM" "$emu_dir/bin/" && cp "$EMU" "$emu_dir/lib/libtiermem-kernels.so"
-  LD_LIBRARY_PATH=$B/lib/simcuda timeout 120 "$emu_dir/bin/tiermem-llm" -m "$MODEL" \
+  LD_LIBRARY_PATH=$B/lib/simcuda timeout 300 "$emu_dir/bin/tiermem-llm" -m "$MODEL" \
     -p "Once upon a time" -n 8 --kv-dtype f32 --kv-blocks 64 -v >"$LOGS/llm-emu.out" 2>"$LOGS/llm-emu.err"
   rc=$?
   rm -rf "$emu_dir"
