@@ -1,0 +1,68 @@
+# Helpers of the interposer's shell tests (sourced after tests/lib/tap.sh).
+#   under_tiermem ENV=... -- cmd...   runs cmd with libtiermem.so preloaded and the ENV given
+#   without_tiermem ENV=... -- cmd... the same program, straight on simcuda
+#   lacks PATTERN TEXT                true when no line of TEXT matches
+#   json_tier JSON TIER FIELD         a number from the tiers of `tiermem-stat --json`
+#   json_value JSON KEY               a top-level number of it
+#   start_held VAR=... -- cmd...      starts a `probe pieces ... HOLD` run in the background
+#                                     under the interposer; sets HELD_PID, HELD_OUT, HELD_FILE
+#   release_held                      lets it finish; sets HELD_RC
+PROBE=$B/tests/preload/probe
+DOORS=$B/tests/preload/doors
+LIBTIERMEM=$B/lib/libtiermem.so
+TIERMEM_STAT=$B/bin/tiermem-stat
+export LD_LIBRARY_PATH=$B/lib/simcuda
+SCRATCH=$(mktemp -d)
+trap 'rm -rf "$SCRATCH"' EXIT
+
+under_tiermem() {
+  local vars=()
+  while [ "$1" != -- ]; do vars+=("$1"); shift; done; shift
+  env "${vars[@]}" LD_PRELOAD="$(preload_value "$LIBTIERMEM")" "$@"
+}
+without_tiermem() {
+  local vars=()
+  while [ "$1" != -- ]; do vars+=("$1"); shift; done; shift
+  env "${vars[@]}" "$@"
+}
+json_tier() { grep "\"name\":\"$2\"" <<<"$1" | sed -E "s/.*\"$3\":([0-9]+).*/\1/"; }
+json_value() { grep -o "\"$2\":[0-9]*" <<<"$1" | head -n 1 | cut -d: -f2; }
+# The three tiers' FIELD values added up.
+json_tier_sum() {
+  local sum=0 tier value
+  for tier in hbm cxl ddr; do value=$(json_tier "$1" "$tier" "$2"); sum=$((sum + ${value:-0})); done
+  echo "$sum"
+}
+# True when TEXT has no line matching PATTERN.
+lacks() { ! grep -q -- "$1" <<<"$2"; }
+# Re-emits the "ok"/"not ok" lines of a program's own TAP output as checks of this script.
+relay_tap() {
+  local prefix=$1 file=$2 line
+  while IFS= read -r line; do
+    case $line in
+      "ok "*) check "$prefix: ${line#* - }" true ;;
+      "not ok "*) check "$prefix: ${line#* - }" false ;;
+    esac
+  done <"$file"
+}
+
+start_held() {
+  HELD_OUT=$SCRATCH/held.out HELD_FILE=$SCRATCH/held.go
+  rm -f "$HELD_FILE"
+  local vars=()
+  while [ "$1" != -- ]; do vars+=("$1"); shift; done; shift
+  # a plain command, so that $! is the program itself (env execs it)
+  env "${vars[@]}" LD_PRELOAD="$(preload_value "$LIBTIERMEM")" "$@" "$HELD_FILE" >"$HELD_OUT" 2>&1 &
+  HELD_PID=$!
+  for _ in $(seq 600); do
+    grep -q '^ready' "$HELD_OUT" 2>/dev/null && return 0
+    kill -0 "$HELD_PID" 2>/dev/null || return 1
+    sleep 0.1
+  done
+  return 1
+}
+release_held() {
+  touch "$HELD_FILE"
+  wait "$HELD_PID"
+  HELD_RC=$?
+}

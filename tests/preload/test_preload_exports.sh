@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# libtiermem.so exports exactly the hooked driver symbols of preload/hooks.def and dlsym
+# in glibc's two versions; every hook names a symbol the driver has.
+source "$(dirname "$0")/../lib/tap.sh"
+source "$(dirname "$0")/preload_lib.sh"
+
+hooks=$(grep -oE '^HOOK\(cu[A-Za-z0-9_]+' "$TM_ROOT/preload/hooks.def" | sed 's/HOOK(//' | sort)
+exported=$(nm -D --defined-only "$LIBTIERMEM" | awk '$2 != "A" { print $3 }' | sed 's/@.*//' | sort)
+check_eq "the exported functions are the hooks and dlsym" "$exported" "$(printf '%s\ndlsym\ndlsym\n' "$hooks" | sort)"
+check "dlsym is exported as dlsym@@GLIBC_2.34" grep -q ' dlsym@@GLIBC_2.34$' <<<"$(nm -D --defined-only "$LIBTIERMEM")"
+check "dlsym is exported as dlsym@GLIBC_2.2.5" grep -q ' dlsym@GLIBC_2.2.5$' <<<"$(nm -D --defined-only "$LIBTIERMEM")"
+driver=$(nm -D --defined-only "$B/lib/simcuda/libcuda.so.1" | awk '{ print $3 }')
+missing=$(comm -23 <(echo "$hooks") <(echo "$driver" | sort))
+check_eq "every hooked symbol is a driver symbol" "$missing" ""
+check "the library does not link the driver (it loads it at run time)" \
+  lacks 'libcuda' "$(readelf -d "$LIBTIERMEM" | grep NEEDED)"
+check "it is linked -Bsymbolic" grep -q 'SYMBOLIC' <<<"$(readelf -d "$LIBTIERMEM")"
+done_testing
