@@ -1,0 +1,147 @@
+/* bench.c — nanoseconds per driver call, for bench-preload.sh to run with and without
+ * libtiermem.so in front. Prints "name nanoseconds" lines, each the best of 5 rounds:
+ *
+ *   launch            cuLaunchKernel of an empty kernel
+ *   alloc_free_small  cuMemAlloc + cuMemFree of 4 KiB (passed through, counted)
+ *   alloc_free_tiered cuMemAlloc + cuMemFree of 8 MiB (4 chunks under the interposer)
+ *   memcpy_htod_4k    cuMemcpyHtoD of 4 KiB
+ *   lookup_10         cuMemGetAddressRange of an inner address, 10 live allocations
+ *   lookup_100000     the same with 100 000 live allocations
+ *
+ * With --registry it measures the interposer's registry alone (no driver): a lookup at 10
+ * and at 100 000 live records ("registry_10", "registry_100000"). */
+#include <cuda.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "preload/registry.h"
+
+#ifndef TM_BENCH_KERNELS
+#error "TM_BENCH_KERNELS names the benchmark kernel module"
+#endif
+
+#define CHECK(call)                                                                  \
+    do {                                                                             \
+        CUresult r_ = (call);                                                        \
+        if (r_ != CUDA_SUCCESS) {                                                    \
+            fprintf(stderr, "bench-preload: %s failed (%d)\n", #call, (int)r_);      \
+            exit(1);                                                                 \
+        }                                                                            \
+    } while (0)
+
+static double now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
+}
+
+/* Runs body `iterations` times per round, 5 rounds; the best round's time per iteration. */
+#define MEASURE(name, iterations, body)                                              \
+    do {                                                                             \
+        double best = 1e30;                                                          \
+        for (int round = 0; round < 5; round++) {                                    \
+            double start = now_ns();                                                 \
+            for (long it = 0; it < (iterations); it++) {                             \
+                body;                                                                \
+            }                                                                        \
+            double per = (now_ns() - start) / (double)(iterations);                  \
+            if (per < best)                                                          \
+                best = per;                                                          \
+        }                                                                            \
+        printf("%s %.1f\n", name, best);                                             \
+    } while (0)
+
+/* ---------------------------------------------------------------- the registry alone */
+
+static void read_nothing(const tm_range *range, void *arg)
+{
+    *(uint64_t *)arg += range->base;
+}
+
+static void bench_registry(void)
+{
+    enum { MANY = 100000 };
+    tm_range *ranges = calloc(MANY, sizeof *ranges);
+    uint64_t sink = 0;
+    for (int live = 10; live <= MANY; live *= 10000) {
+        for (int i = 0; i < live; i++) {
+            ranges[i] = (tm_range){ .base = 0x100000000000ull + (uint64_t)i * 4096 * 3, .size = 4096 };
+            tm_registry_insert(&ranges[i]);
+        }
+        unsigned int x = 1;
+        char name[32];
+        snprintf(name, sizeof name, "registry_%d", live);
+        MEASURE(name, 2000000, {
+            x = x * 1103515245u + 12345u;
+            tm_registry_find(ranges[x % (unsigned)live].base + 100, read_nothing, &sink);
+        });
+        for (int i = 0; i < live; i++)
+            tm_registry_remove(ranges[i].base);
+    }
+    free(ranges);
+    if (sink == 42)
+        printf("\n");
+}
+
+/* ---------------------------------------------------------------- driver calls */
+
+static void bench_lookup(int live)
+{
+    CUdeviceptr *p = calloc((size_t)live, sizeof *p);
+    for (int i = 0; i < live; i++)
+        CHECK(cuMemAlloc(&p[i], 256));
+    unsigned int x = 1;
+    CUdeviceptr base;
+    size_t size;
+    char name[32];
+    snprintf(name, sizeof name, "lookup_%d", live);
+    MEASURE(name, 1000000, {
+        x = x * 1103515245u + 12345u;
+        CHECK(cuMemGetAddressRange(&base, &size, p[x % (unsigned)live] + 100));
+    });
+    for (int i = 0; i < live; i++)
+        CHECK(cuMemFree(p[i]));
+    free(p);
+}
+
+int main(int argc, char **argv)
+{
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (argc == 2 && strcmp(argv[1], "--registry") == 0) {
+        bench_registry();
+        return 0;
+    }
+    CUdevice device;
+    CUcontext ctx;
+    CUmodule module;
+    CUfunction noop;
+    CHECK(cuInit(0));
+    CHECK(cuDeviceGet(&device, 0));
+    CHECK(cuDevicePrimaryCtxRetain(&ctx, device));
+    CHECK(cuCtxSetCurrent(ctx));
+    CHECK(cuModuleLoad(&module, TM_BENCH_KERNELS));
+    CHECK(cuModuleGetFunction(&noop, module, "noop"));
+
+    MEASURE("launch", 500000, CHECK(cuLaunchKernel(noop, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL)));
+    CUdeviceptr p;
+    MEASURE("alloc_free_small", 200000, {
+        CHECK(cuMemAlloc(&p, 4096));
+        CHECK(cuMemFree(p));
+    });
+    MEASURE("alloc_free_tiered", 2000, {
+        CHECK(cuMemAlloc(&p, 8 << 20));
+        CHECK(cuMemFree(p));
+    });
+    static char host[4096];
+    CHECK(cuMemAlloc(&p, sizeof host));
+    MEASURE("memcpy_htod_4k", 500000, CHECK(cuMemcpyHtoD(p, host, sizeof host)));
+    CHECK(cuMemFree(p));
+    bench_lookup(10);
+    bench_lookup(100000);
+    CHECK(cuModuleUnload(module));
+    CHECK(cuDevicePrimaryCtxRelease(device));
+    return 0;
+}
