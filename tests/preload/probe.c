@@ -62,8 +62,10 @@ static void wait_for_file(const char *path)
 static int run_pieces(size_t total, size_t piece, const char *hold)
 {
     probe_init();
+    static CUdeviceptr pieces[4096];
     size_t count = total / piece;
-    CUdeviceptr *pieces = calloc(count, sizeof *pieces);
+    if (count > 4096)
+        return 1;
     for (size_t i = 0; i < count; i++) {
         CUresult r = cuMemAlloc(&pieces[i], piece);
         if (r != CUDA_SUCCESS) {
@@ -208,7 +210,9 @@ static int run_vmm(size_t size, int count)
     size_t granularity;
     CHECK(cuMemGetAllocationGranularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
     size = (size + granularity - 1) / granularity * granularity;
-    CUmemGenericAllocationHandle *handles = calloc((size_t)count, sizeof *handles);
+    static CUmemGenericAllocationHandle handles[256];
+    if (count > 256)
+        return 1;
     CUdeviceptr va;
     CHECK(cuMemAddressReserve(&va, size * (size_t)count, granularity, 0, 0));
     for (int i = 0; i < count; i++) {

@@ -51,6 +51,15 @@ check_eq "tier order hbm,ddr: cxl gets nothing" \
   "$((126 * MIB)) 0 $((130 * MIB))"
 check_eq "the order and limits are in the stats" "$(grep -o '"tier_order":"[a-z,]*"' <<<"$json")" '"tier_order":"hbm,ddr"'
 
+held_json "${SIM[@]}" TIERMEM_MIN_TIERED=16M -- "$PROBE" pieces 64M 8M
+check_eq "TIERMEM_MIN_TIERED=16M: 8 MiB allocations pass through to HBM, counted" \
+  "$(json_value "$json" small_count) $(json_value "$json" tiered_count) $(json_tier "$json" hbm used)" "8 0 $((64 * MIB))"
+held_json "${SIM[@]}" TIERMEM_HBM_LIMIT=256M TIERMEM_HBM_RESERVE=64M TIERMEM_DDR_NODE=1 -- "$PROBE" pieces 256M 64M
+check_eq "TIERMEM_HBM_RESERVE=64M: chunked allocations leave 64 MiB of HBM free" \
+  "$(json_tier "$json" hbm used) $(json_value "$json" hbm_reserve)" "$((192 * MIB)) $((64 * MIB))"
+check_eq "TIERMEM_DDR_NODE=1: the DDR tier is node 1 and takes the rest" \
+  "$(json_tier "$json" ddr node) $(json_tier "$json" ddr used)" "1 $((64 * MIB))"
+
 out=$(under_tiermem "${SIM[@]}" TIERMEM_CXL_NODE=1 TIERMEM_HBM_LIMIT=128M TIERMEM_CXL_LIMIT=64M \
       TIERMEM_DDR_LIMIT=64M -- "$PROBE" pieces 256M 64M 2>&1); rc=$?
 check_eq "limits: 252 MiB of room cannot take a 4th 64 MiB piece (exit 2)" "$rc" 2
