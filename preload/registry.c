@@ -36,18 +36,20 @@ static uint64_t shard_set(const tm_range *range)
     return set;
 }
 
+/* Visits the shards of a set in ascending order (the lock order). */
+#define FOR_EACH_SHARD(i, set) \
+    for (uint64_t rest_ = (set), i; rest_ && ((i = (uint64_t)__builtin_ctzll(rest_)), 1); rest_ &= rest_ - 1)
+
 static void lock_set(uint64_t set)
 {
-    for (unsigned i = 0; i < TM_REGISTRY_SHARDS; i++)
-        if (set & ((uint64_t)1 << i))
-            pthread_rwlock_wrlock(&shards[i].lock);
+    FOR_EACH_SHARD(i, set)
+        pthread_rwlock_wrlock(&shards[i].lock);
 }
 
 static void unlock_set(uint64_t set)
 {
-    for (unsigned i = 0; i < TM_REGISTRY_SHARDS; i++)
-        if (set & ((uint64_t)1 << i))
-            pthread_rwlock_unlock(&shards[i].lock);
+    FOR_EACH_SHARD(i, set)
+        pthread_rwlock_unlock(&shards[i].lock);
 }
 
 /* ---------------------------------------------------------------- tree order */
@@ -79,9 +81,7 @@ bool tm_registry_insert(tm_range *record)
         return false;
     uint64_t set = shard_set(record), inserted = 0;
     lock_set(set);
-    for (unsigned i = 0; i < TM_REGISTRY_SHARDS; i++) {
-        if (!(set & ((uint64_t)1 << i)))
-            continue;
+    FOR_EACH_SHARD(i, set) {
         void *node = tsearch(record, &shards[i].root, compare_ranges);
         if (!node || *(tm_range **)node != record)
             break; /* out of memory, or an overlapping record is there */
@@ -91,9 +91,8 @@ bool tm_registry_insert(tm_range *record)
     if (ok) {
         __atomic_fetch_add(&record_count, 1, __ATOMIC_RELAXED);
     } else {
-        for (unsigned i = 0; i < TM_REGISTRY_SHARDS; i++)
-            if (inserted & ((uint64_t)1 << i))
-                tdelete(record, &shards[i].root, compare_ranges);
+        FOR_EACH_SHARD(i, inserted)
+            tdelete(record, &shards[i].root, compare_ranges);
     }
     unlock_set(set);
     return ok;
@@ -101,28 +100,37 @@ bool tm_registry_insert(tm_range *record)
 
 static void delete_from_set(tm_range *record, uint64_t set)
 {
-    for (unsigned i = 0; i < TM_REGISTRY_SHARDS; i++)
-        if (set & ((uint64_t)1 << i))
-            tdelete(record, &shards[i].root, compare_ranges);
+    FOR_EACH_SHARD(i, set)
+        tdelete(record, &shards[i].root, compare_ranges);
     __atomic_fetch_sub(&record_count, 1, __ATOMIC_RELAXED);
 }
 
 tm_range *tm_registry_remove(uint64_t base)
 {
-    shard *home = &shards[shard_of(base)];
-    for (;;) {
-        /* learn the record's extent under the read lock, then lock all its shards and
-         * check it is still the same record before taking it out */
-        pthread_rwlock_rdlock(&home->lock);
-        tm_range *seen = find_in(home, base);
-        tm_range extent = seen ? *seen : (tm_range){ 0, 0 };
-        pthread_rwlock_unlock(&home->lock);
-        if (!seen || extent.base != base)
-            return NULL;
+    unsigned home_index = shard_of(base);
+    shard *home = &shards[home_index];
+    uint64_t home_set = (uint64_t)1 << home_index;
 
+    /* most records sit in one shard: take them out under that shard's lock alone */
+    pthread_rwlock_wrlock(&home->lock);
+    tm_range *record = find_in(home, base);
+    if (!record || record->base != base) {
+        pthread_rwlock_unlock(&home->lock);
+        return NULL;
+    }
+    tm_range extent = *record;
+    if (shard_set(&extent) == home_set) {
+        delete_from_set(record, home_set);
+        pthread_rwlock_unlock(&home->lock);
+        return record;
+    }
+    pthread_rwlock_unlock(&home->lock);
+
+    for (;;) {
+        /* lock all the record's shards, in order, and check it is still the same record */
         uint64_t set = shard_set(&extent);
         lock_set(set);
-        tm_range *record = find_in(home, base);
+        record = find_in(home, base);
         if (record && record->base == extent.base && record->size == extent.size) {
             delete_from_set(record, set);
             unlock_set(set);
@@ -132,6 +140,14 @@ tm_range *tm_registry_remove(uint64_t base)
         if (!record || record->base != base)
             return NULL;
         /* replaced by another record at the same base meanwhile: look again */
+        pthread_rwlock_rdlock(&home->lock);
+        record = find_in(home, base);
+        bool same_base = record && record->base == base;
+        if (same_base)
+            extent = *record;
+        pthread_rwlock_unlock(&home->lock);
+        if (!same_base)
+            return NULL;
     }
 }
 

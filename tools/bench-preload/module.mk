@@ -1,6 +1,7 @@
 # tools/bench-preload — make bench: libtiermem.so's cost per driver call, with and without it.
 BENCH_PRELOAD_KERNELS := $(O)/lib/bench-preload-kernels.so
-BINS += $(O)/bin/bench-preload $(BENCH_PRELOAD_KERNELS)
+BINS += $(O)/bin/bench-preload
+LIBS += $(BENCH_PRELOAD_KERNELS)
 BENCH_CMDS += tools/bench-preload/bench-preload.sh
 
 $(O)/obj/tools/bench-preload/%.o: CPPFLAGS += $(CUDA_CPPFLAGS) \
