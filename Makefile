@@ -70,6 +70,12 @@ test:
 
 test-progs: $(TEST_PROGS)
 
+# `make demo`: the headline on simcuda, from a fresh machine (dependencies, build, run).
+demo:
+	@$(MAKE) --no-print-directory deps
+	@$(MAKE) --no-print-directory -j$(NPROC) all
+	@O=$(O) tools/demo/demo.sh
+
 bench: all
 	@set -e; for b in $(BENCH_CMDS); do O=$(O) $$b; done
 

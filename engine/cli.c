@@ -282,10 +282,11 @@ int main(int argc, char **argv)
     }
     fprintf(stderr, "tiermem-llm: summary: sequences=%d prompt_tokens=%" PRId64 " generated_tokens=%" PRId64
             " prefill_tok_s=%.1f decode_tok_s=%.1f weight_bytes=%" PRId64 " kv_bytes=%" PRId64 " kv_blocks=%" PRId64
-            " kv_dtype=%s\n", n_prompts, st.prompt_tokens, st.generated_tokens,
-            st.prefill_seconds > 0 ? st.prompt_tokens / st.prefill_seconds : 0.0,
+            " kv_dtype=%s device_allocs=%" PRId64 " device_bytes=%" PRId64 "\n", n_prompts, st.prompt_tokens,
+            st.generated_tokens, st.prefill_seconds > 0 ? st.prompt_tokens / st.prefill_seconds : 0.0,
             st.decode_seconds > 0 ? st.decode_tokens / st.decode_seconds : 0.0, m.w.bytes, m.kv.bytes,
-            L->n_blocks, kv_dtype_name(L->dtype));
+            L->n_blocks, kv_dtype_name(L->dtype), m.w.n_allocs + m.s.n_allocs + m.kv.n_allocs,
+            m.w.bytes + m.s.bytes + m.kv.bytes);
     rc = 0;
 out:
     if (dump && fclose(dump) != 0 && rc == 0) {

@@ -87,6 +87,7 @@ int kv_cache_init(kv_cache *kv, const tm_driver *drv, int32_t n_layers, int32_t 
                 return -1;
             }
             kv->bytes += pool_bytes;
+            kv->n_allocs++;
         }
     }
     /* hand out low block ids first */

@@ -21,6 +21,7 @@ typedef struct kv_cache {
     int32_t *free_blocks;           /* [n_blocks] stack of free block ids */
     int64_t n_free;
     int64_t bytes;                  /* device bytes of all pools */
+    int32_t n_allocs;               /* device allocations (two per layer) */
     size_t free_before;             /* cuMemGetInfo free when the pool was sized */
     double utilization;             /* fraction of free_before used (0 with --kv-blocks) */
 } kv_cache;

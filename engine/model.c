@@ -49,6 +49,7 @@ static int scratch_alloc(tm_model *m)
                         bufs[i].what, MIB(total), MIB(free_now), tm_cu_name(m->drv, rc));
         }
         m->s.bytes += bufs[i].bytes;
+        m->s.n_allocs++;
     }
     return 0;
 }

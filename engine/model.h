@@ -29,6 +29,7 @@ typedef struct scratch {
     CUdeviceptr seq_lens;   /* [max_tokens] int32 */
     CUdeviceptr absmax;     /* [1] f32, fp8 scale calibration */
     int64_t bytes;
+    int32_t n_allocs;
 } scratch;
 
 typedef struct tm_model {

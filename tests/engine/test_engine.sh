@@ -23,7 +23,7 @@ check "first-step logits within 1e-4 of the reference" awk '
   NR == 1 { ref[432] = 17.799397; ref[383] = 14.281260; ref[322] = 9.709650; ref[353] = 9.587288; ref[323] = 9.134243
             bad = 0; for (id in ref) { d = $(id + 3) - ref[id]; if (d < 0) d = -d; if (d > 1e-4) { print "# id " id ": " $(id + 3); bad = 1 } }
             exit bad }' "$T/f32.logits"
-check "summary line" grep -qE '^tiermem-llm: summary: sequences=1 prompt_tokens=5 generated_tokens=32 prefill_tok_s=[0-9.]+ decode_tok_s=[0-9.]+ weight_bytes=[0-9]+ kv_bytes=[0-9]+ kv_blocks=256 kv_dtype=f32$' "$T/err"
+check "summary line" grep -qE '^tiermem-llm: summary: sequences=1 prompt_tokens=5 generated_tokens=32 prefill_tok_s=[0-9.]+ decode_tok_s=[0-9.]+ weight_bytes=[0-9]+ kv_bytes=[0-9]+ kv_blocks=256 kv_dtype=f32 device_allocs=[0-9]+ device_bytes=[0-9]+$' "$T/err"
 check "kv pool line" grep -qE '^tiermem-llm: kv pool: kv_blocks=256 kv_block_size=16 kv_tokens=4096 kv_bytes=[0-9]+ kv_dtype=f32' "$T/err"
 
 # --- fp8 against f32 -------------------------------------------------------------
