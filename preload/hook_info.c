@@ -41,15 +41,18 @@ CUresult CUDAAPI cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
 {
     TM_HOOK_ENTER(cuDeviceTotalMem_v2);
     CUresult result = tm_real.cuDeviceTotalMem_v2(bytes, dev);
-    tm_device *device = tm_device_ready();
     if (result != CUDA_SUCCESS || !tm_tiering_on())
         return result;
+    CUcontext ctx;
+    tm_device *device = tm_device_ready();
+    if (!device) /* set up now if a context is current, so both queries agree from the start */
+        device = tm_device_current(&ctx);
     if (device && device->ordinal == dev) {
         uint64_t free, total;
         memory_view(device, *bytes, *bytes, &free, &total);
         *bytes = (size_t)total;
     } else if (!device && tm_settings()->hbm_limit.set && tm_settings()->hbm_limit.bytes < *bytes) {
-        *bytes = (size_t)tm_settings()->hbm_limit.bytes; /* not set up yet: the limit alone */
+        *bytes = (size_t)tm_settings()->hbm_limit.bytes; /* no context yet: the limit alone */
     }
     return result;
 }
