@@ -48,7 +48,7 @@ relay_tap() {
 
 start_held() {
   HELD_OUT=$SCRATCH/held.out HELD_FILE=$SCRATCH/held.go
-  rm -f "$HELD_FILE"
+  rm -f "$HELD_FILE" "$HELD_OUT" # a previous run's "ready" must not be read as this one's
   local vars=()
   while [ "$1" != -- ]; do vars+=("$1"); shift; done; shift
   # a plain command, so that $! is the program itself (env execs it)

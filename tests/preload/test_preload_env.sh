@@ -31,8 +31,11 @@ check_eq "without the interposer the driver's own answer" "$(lines "$plain" 1)" 
 # Runs `probe pieces TOTAL PIECE` held, and sets $json to tiermem-stat's view of it.
 held_json() {
   json=""
-  if start_held "$@"; then json=$("$TIERMEM_STAT" --json "$HELD_PID"); fi
+  if start_held "$@"; then json=$("$TIERMEM_STAT" --json "$HELD_PID" 2>&1); fi
   release_held
+  if ! grep -q '"tiers"' <<<"$json"; then # say why on the way to the failing check
+    sed 's/^/# /' <<<"$json"; sed 's/^/# probe: /' "$HELD_OUT"
+  fi
 }
 held_json "${SIM[@]}" TIERMEM_CXL_NODE=1 TIERMEM_RULES='size>=32M=ddr' -- "$PROBE" pieces 128M 32M
 check_eq "rule size>=32M=ddr: every chunk in ddr" \
