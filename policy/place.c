@@ -123,17 +123,3 @@ tm_tier_id tm_plan_chunk_tier(const tm_plan *plan, uint64_t index)
     }
     return TM_TIER_COUNT;
 }
-
-void tm_plan_charge(const tm_plan *plan, tm_tiers *tiers)
-{
-    for (int t = 0; t < TM_TIER_COUNT; t++)
-        if (plan->per_tier[t])
-            tm_tier_charge(tiers, (tm_tier_id)t, plan->per_tier[t] * plan->chunk_size);
-}
-
-void tm_plan_credit(const tm_plan *plan, tm_tiers *tiers)
-{
-    for (int t = 0; t < TM_TIER_COUNT; t++)
-        if (plan->per_tier[t])
-            tm_tier_credit(tiers, (tm_tier_id)t, plan->per_tier[t] * plan->chunk_size);
-}

@@ -61,8 +61,4 @@ bool tm_policy_place_whole(const tm_policy *policy, const tm_tiers *tiers, const
 /* The tier of chunk `index` in a plan. */
 tm_tier_id tm_plan_chunk_tier(const tm_plan *plan, uint64_t index);
 
-/* Adds (or removes) a plan's chunks to the tiers' usage. */
-void tm_plan_charge(const tm_plan *plan, tm_tiers *tiers);
-void tm_plan_credit(const tm_plan *plan, tm_tiers *tiers);
-
 #endif /* TM_POLICY_PLACE_H */

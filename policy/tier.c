@@ -96,20 +96,6 @@ uint64_t tm_tier_room(const tm_tiers *tiers, tm_tier_id tier)
     return saturating_sub(limit, state->used);
 }
 
-void tm_tier_charge(tm_tiers *tiers, tm_tier_id tier, uint64_t bytes)
-{
-    tm_tier_state *state = &tiers->tier[tier];
-    state->used = saturating_add(state->used, bytes);
-    if (state->used > state->peak)
-        state->peak = state->used;
-}
-
-void tm_tier_credit(tm_tiers *tiers, tm_tier_id tier, uint64_t bytes)
-{
-    tm_tier_state *state = &tiers->tier[tier];
-    state->used = saturating_sub(state->used, bytes);
-}
-
 void tm_meminfo(const tm_tiers *tiers, const tm_tier_order *order, tm_meminfo_view view,
                 uint64_t driver_free, uint64_t driver_total, uint64_t *free, uint64_t *total)
 {

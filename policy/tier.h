@@ -3,7 +3,7 @@
  * The policy sees each tier as a budget: a limit (bytes this process may place there) and
  * what is placed now. HBM keeps a reserve that tiered allocations leave free for small
  * allocations and the driver. Everything here is plain numbers; the interposer measures
- * the machine and fills them in. */
+ * the machine and its own usage and fills them in. */
 #ifndef TM_POLICY_TIER_H
 #define TM_POLICY_TIER_H
 
@@ -42,7 +42,6 @@ typedef struct tm_tier_state {
     int node;            /* NUMA node holding a CXL or DDR tier; -1 for HBM */
     uint64_t limit;      /* bytes this process may place in the tier */
     uint64_t used;       /* bytes placed in it now */
-    uint64_t peak;       /* highest `used` seen */
 } tm_tier_state;
 
 typedef struct tm_tiers {
@@ -57,10 +56,6 @@ uint64_t tm_default_hbm_reserve(uint64_t hbm_limit, uint64_t chunk_size);
 /* Bytes a tiered allocation may still take from `tier` (0 for an absent tier; for HBM,
  * what the limit leaves after the reserve). */
 uint64_t tm_tier_room(const tm_tiers *tiers, tm_tier_id tier);
-
-/* Records `bytes` more (or fewer) in a tier, keeping the peak. */
-void tm_tier_charge(tm_tiers *tiers, tm_tier_id tier, uint64_t bytes);
-void tm_tier_credit(tm_tiers *tiers, tm_tier_id tier, uint64_t bytes);
 
 /* What cuMemGetInfo reports (TIERMEM_MEMINFO). */
 typedef enum tm_meminfo_view {
