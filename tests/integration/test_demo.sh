@@ -15,7 +15,7 @@ rc=$?
 check_eq "the demo exits 0" "$rc" 0
 check "the engine alone fails with out of device memory" grep -q 'error: out of device memory while loading weights' "$out"
 check "the tiered run equals the reference" grep -qE 'identical to the reference: 32 of 32 tokens' "$out"
-check "memory is shown per tier" grep -qE '^ +cxl +node1 ' "$out"
+check "memory is shown per tier" grep -qE '^ +cxl +node 1 +[0-9.]+ MiB of' "$out"
 check "the KV pool is shown under both views" grep -qE 'TIERMEM_MEMINFO=virtual +[0-9]+ blocks' "$out"
 check "stories260K writes readable text under tiermem" grep -q 'with tiermem: Once upon a time, there was a little girl' "$out"
 [ "$_tap_failed" -eq 0 ] || cat "$out"
