@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/error.h"
 #include "engine/driver.h"
 #include "engine/generate.h"
 #include "engine/gguf.h"
@@ -13,7 +14,6 @@
 #include "engine/model_config.h"
 #include "engine/tokenizer.h"
 
-#define MIB(x) ((double)(x) / 1048576.0)
 #define PREFILL_CHUNK 128       /* prompt tokens per prefill pass */
 #define CALIBRATION_TOKENS 16   /* one matvec-sized pass */
 
@@ -254,7 +254,7 @@ int main(int argc, char **argv)
             " kv_bytes=%" PRId64 " kv_dtype=%s (", L->n_blocks, L->block_size, L->n_blocks * L->block_size,
             m.kv.bytes, kv_dtype_name(L->dtype));
     if (m.kv.utilization > 0)
-        fprintf(stderr, "%.2f of %.1f MiB free after weights)\n", m.kv.utilization, MIB(m.kv.free_before));
+        fprintf(stderr, "%.2f of %.1f MiB free after weights)\n", m.kv.utilization, TM_MIB(m.kv.free_before));
     else
         fprintf(stderr, "--kv-blocks)\n");
 

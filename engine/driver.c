@@ -1,9 +1,9 @@
 /* driver.c — loading the CUDA driver through cuGetProcAddress_v2, and the kernel module. */
+#include "engine/error.h"
 #include "engine/driver.h"
 
 #include <dlfcn.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,15 +12,6 @@
 
 #include "kernels/fatbin.h"
 
-
-__attribute__((format(printf, 3, 4))) static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return -1;
-}
 
 int tm_exe_dir(char *out, size_t cap)
 {
@@ -65,7 +56,7 @@ static int open_library(tm_driver *drv, const tm_driver_options *opt, char *err,
 {
     if (opt->driver_path) {
         drv->handle = dlopen(opt->driver_path, RTLD_NOW | RTLD_LOCAL);
-        if (!drv->handle) return fail(err, errlen, "cannot load the driver given with --driver: %s", dlerror());
+        if (!drv->handle) return tm_fail(err, errlen, "cannot load the driver given with --driver: %s", dlerror());
         snprintf(drv->path, sizeof drv->path, "%s", opt->driver_path);
         return 0;
     }
@@ -78,7 +69,7 @@ static int open_library(tm_driver *drv, const tm_driver_options *opt, char *err,
     snprintf(why, sizeof why, "%s", dlerror());
     drv->handle = open_simcuda(drv->path, sizeof drv->path);
     if (!drv->handle)
-        return fail(err, errlen, "no CUDA driver (%s), and no simcuda installed beside tiermem-llm", why);
+        return tm_fail(err, errlen, "no CUDA driver (%s), and no simcuda installed beside tiermem-llm", why);
     drv->simulated = true;
     fprintf(stderr, "tiermem-llm: no CUDA driver found (libcuda.so.1 not loadable); using the emulated driver %s\n",
             drv->path);
@@ -89,7 +80,7 @@ static int resolve_table(tm_driver *drv, char *err, size_t errlen)
 {
     PFN_cuGetProcAddress_v12000 get_proc =
         (PFN_cuGetProcAddress_v12000)(uintptr_t)dlsym(drv->handle, "cuGetProcAddress_v2");
-    if (!get_proc) return fail(err, errlen, "%s has no cuGetProcAddress_v2 (driver older than CUDA 12?)", drv->path);
+    if (!get_proc) return tm_fail(err, errlen, "%s has no cuGetProcAddress_v2 (driver older than CUDA 12?)", drv->path);
     CUdriverProcAddressQueryResult status;
     CUresult rc;
     void *fn;
@@ -97,7 +88,7 @@ static int resolve_table(tm_driver *drv, char *err, size_t errlen)
     fn = NULL;                                                                              \
     rc = get_proc(#name, &fn, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &status);          \
     if (rc != CUDA_SUCCESS || !fn)                                                          \
-        return fail(err, errlen, "%s does not provide %s (cuGetProcAddress: %d, status %d)", \
+        return tm_fail(err, errlen, "%s does not provide %s (cuGetProcAddress: %d, status %d)", \
                     drv->path, #name, (int)rc, (int)status);                                \
     drv->name = (PFN_##name##_v##abi)(uintptr_t)fn;
     TM_DRIVER_TABLE(TM_DRIVER_RESOLVE)
@@ -112,16 +103,16 @@ int tm_driver_open(tm_driver *drv, const tm_driver_options *opt, char *err, size
     CUresult rc;
     int count = 0;
     if ((rc = drv->cuInit(0)) != CUDA_SUCCESS)
-        return fail(err, errlen, "cuInit failed: %s", tm_cu_name(drv, rc));
+        return tm_fail(err, errlen, "cuInit failed: %s", tm_cu_name(drv, rc));
     if ((rc = drv->cuDeviceGetCount(&count)) != CUDA_SUCCESS || count < 1)
-        return fail(err, errlen, "no CUDA device (%s)", rc ? tm_cu_name(drv, rc) : "count is 0");
+        return tm_fail(err, errlen, "no CUDA device (%s)", rc ? tm_cu_name(drv, rc) : "count is 0");
     if ((rc = drv->cuDeviceGet(&drv->device, 0)) != CUDA_SUCCESS ||
         (rc = drv->cuDeviceGetName(drv->device_name, sizeof drv->device_name, drv->device)) != CUDA_SUCCESS ||
         (rc = drv->cuDeviceTotalMem(&drv->device_total, drv->device)) != CUDA_SUCCESS)
-        return fail(err, errlen, "cannot query device 0: %s", tm_cu_name(drv, rc));
+        return tm_fail(err, errlen, "cannot query device 0: %s", tm_cu_name(drv, rc));
     if ((rc = drv->cuDevicePrimaryCtxRetain(&drv->context, drv->device)) != CUDA_SUCCESS ||
         (rc = drv->cuCtxSetCurrent(drv->context)) != CUDA_SUCCESS)
-        return fail(err, errlen, "cannot create a context on device 0: %s", tm_cu_name(drv, rc));
+        return tm_fail(err, errlen, "cannot create a context on device 0: %s", tm_cu_name(drv, rc));
     int version = 0;
     if (opt->verbose && drv->cuDriverGetVersion(&version) == CUDA_SUCCESS)
         fprintf(stderr, "tiermem-llm: driver %s (CUDA %d.%d), device 0: %s, %.1f MiB\n", drv->path, version / 1000,
@@ -159,18 +150,18 @@ int tm_driver_load_kernels(tm_driver *drv, char *err, size_t errlen)
         CUresult fatbin_rc = rc;
         rc = load_host_kernels(drv);
         if (rc != CUDA_SUCCESS)
-            return fail(err, errlen, "cannot load kernels: %s%s; host-kernel library: %s",
+            return tm_fail(err, errlen, "cannot load kernels: %s%s; host-kernel library: %s",
                         have_fatbin ? "embedded fatbin: " : "no embedded fatbin",
                         have_fatbin ? tm_cu_name(drv, fatbin_rc) : "",
                         rc == CUDA_ERROR_FILE_NOT_FOUND ? "libtiermem-kernels.so not found beside tiermem-llm"
                                                         : tm_cu_name(drv, rc));
     } else if (rc != CUDA_SUCCESS) {
-        return fail(err, errlen, "cannot load the embedded fatbin: %s", tm_cu_name(drv, rc));
+        return tm_fail(err, errlen, "cannot load the embedded fatbin: %s", tm_cu_name(drv, rc));
     }
     for (int k = 0; k < TM_KERNEL_COUNT; k++) {
         rc = drv->cuModuleGetFunction(&drv->fn[k], drv->module, tm_kernel_names[k]);
         if (rc != CUDA_SUCCESS)
-            return fail(err, errlen, "kernel %s missing from %s: %s", tm_kernel_names[k], drv->module_path,
+            return tm_fail(err, errlen, "kernel %s missing from %s: %s", tm_kernel_names[k], drv->module_path,
                         tm_cu_name(drv, rc));
     }
     return 0;

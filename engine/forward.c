@@ -6,10 +6,10 @@
  * them in place through strides. Prefill runs one sequence's tokens in chunks with causal
  * attention over its pages; decode runs one token of each of many sequences.
  */
+#include "engine/error.h"
 #include "engine/model.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -23,23 +23,14 @@
  * point, so the headroom costs precision only for values below 2^-6 of the scale. */
 #define KV_SCALE_HEADROOM 4.0f
 
-__attribute__((format(printf, 2, 3))) static int fail(tm_model *m, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(m->err, sizeof m->err, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
 /* ----------------------------------------------------------------------------
  * Kernel launches */
 
 static int launch(tm_model *m, int id, const char *bad, struct tm_geom g, void **params)
 {
-    if (bad) return fail(m, "internal error: %s (%s)", bad, tm_kernel_names[id]);
+    if (bad) return tm_fail(m->err, sizeof m->err, "internal error: %s (%s)", bad, tm_kernel_names[id]);
     CUresult rc = tm_launch(m->drv, id, g, params);
-    if (rc != CUDA_SUCCESS) return fail(m, "launching %s failed: %s", tm_kernel_names[id], tm_cu_name(m->drv, rc));
+    if (rc != CUDA_SUCCESS) return tm_fail(m->err, sizeof m->err, "launching %s failed: %s", tm_kernel_names[id], tm_cu_name(m->drv, rc));
     return 0;
 }
 
@@ -155,13 +146,13 @@ static int op_attn_decode(tm_model *m, int32_t layer, int32_t n_seqs)
 static int upload(tm_model *m, CUdeviceptr dst, const void *src, size_t bytes, const char *what)
 {
     CUresult rc = m->drv->cuMemcpyHtoD(dst, src, bytes);
-    return rc == CUDA_SUCCESS ? 0 : fail(m, "copying %s to the device failed: %s", what, tm_cu_name(m->drv, rc));
+    return rc == CUDA_SUCCESS ? 0 : tm_fail(m->err, sizeof m->err, "copying %s to the device failed: %s", what, tm_cu_name(m->drv, rc));
 }
 
 static int download(tm_model *m, void *dst, CUdeviceptr src, size_t bytes, const char *what)
 {
     CUresult rc = m->drv->cuMemcpyDtoH(dst, src, bytes);
-    return rc == CUDA_SUCCESS ? 0 : fail(m, "copying %s from the device failed: %s", what, tm_cu_name(m->drv, rc));
+    return rc == CUDA_SUCCESS ? 0 : tm_fail(m->err, sizeof m->err, "copying %s from the device failed: %s", what, tm_cu_name(m->drv, rc));
 }
 
 /* Sets layer's fp8 scales from the absmax of the K and V just computed (calibration). */
@@ -170,7 +161,7 @@ static int calibrate_layer(tm_model *m, int32_t layer, int32_t n_tokens)
     int32_t q_dim = m->cfg.n_heads * m->cfg.head_dim, kv_dim = m->cfg.n_kv_heads * m->cfg.head_dim;
     float amax[2];
     for (int which = 0; which < 2; which++) {
-        if (m->drv->cuMemsetD8(m->s.absmax, 0, 4) != CUDA_SUCCESS) return fail(m, "cuMemsetD8 failed");
+        if (m->drv->cuMemsetD8(m->s.absmax, 0, 4) != CUDA_SUCCESS) return tm_fail(m->err, sizeof m->err, "cuMemsetD8 failed");
         for (int32_t t = 0; t < n_tokens; t++) {
             CUdeviceptr row = m->s.qkv + (CUdeviceptr)(((int64_t)t * m->qkv_dim + q_dim + which * kv_dim) * 4);
             if (op_absmax(m, row, kv_dim)) return -1;
@@ -234,7 +225,7 @@ static int run_layers(tm_model *m, const batch *b)
 int model_prefill(tm_model *m, kv_sequence *s, int seq_id, const int32_t *ids, int32_t n, float *logits)
 {
     for (int32_t i = 0; i < n; i++)
-        if (ids[i] < 0 || ids[i] >= m->cfg.vocab) return fail(m, "token id %d is outside the vocabulary", ids[i]);
+        if (ids[i] < 0 || ids[i] >= m->cfg.vocab) return tm_fail(m->err, sizeof m->err, "token id %d is outside the vocabulary", ids[i]);
     for (int32_t done = 0; done < n;) {
         int32_t chunk = n - done < m->max_tokens ? n - done : m->max_tokens, start = s->len;
         if (kv_sequence_grow(&m->kv, s, start + chunk, seq_id, m->err, sizeof m->err)) return -1;
@@ -260,11 +251,11 @@ int model_prefill(tm_model *m, kv_sequence *s, int seq_id, const int32_t *ids, i
 int model_decode(tm_model *m, kv_sequence *const *seqs, const int *seq_ids, const int32_t *ids, int32_t n,
                  float *logits)
 {
-    if (n > m->max_tokens) return fail(m, "internal error: decode batch %d above %d", n, m->max_tokens);
+    if (n > m->max_tokens) return tm_fail(m->err, sizeof m->err, "internal error: decode batch %d above %d", n, m->max_tokens);
     int32_t *pos = m->h_staging, *slots = pos + m->max_tokens, *lens = slots + m->max_tokens;
     int32_t *tables = lens + m->max_tokens, mb = m->max_blocks_per_seq;
     for (int32_t i = 0; i < n; i++) {
-        if (ids[i] < 0 || ids[i] >= m->cfg.vocab) return fail(m, "token id %d is outside the vocabulary", ids[i]);
+        if (ids[i] < 0 || ids[i] >= m->cfg.vocab) return tm_fail(m->err, sizeof m->err, "token id %d is outside the vocabulary", ids[i]);
         kv_sequence *s = seqs[i];
         int32_t p = s->len;
         if (kv_sequence_grow(&m->kv, s, p + 1, seq_ids[i], m->err, sizeof m->err)) return -1;
@@ -288,7 +279,7 @@ int model_decode(tm_model *m, kv_sequence *const *seqs, const int *seq_ids, cons
 int model_calibrate_kv(tm_model *m, const int32_t *ids, int32_t n)
 {
     kv_sequence s;
-    if (kv_sequence_init(&s, m->max_positions, m->kv.layout.block_size)) return fail(m, "out of host memory");
+    if (kv_sequence_init(&s, m->max_positions, m->kv.layout.block_size)) return tm_fail(m->err, sizeof m->err, "out of host memory");
     if (n > m->max_tokens) n = m->max_tokens; /* one chunk: every layer calibrates on the same tokens */
     m->calibrating = true;
     int rc = model_prefill(m, &s, -1, ids, n, NULL);

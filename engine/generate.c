@@ -1,22 +1,13 @@
 /* generate.c — prefill, batched decode, streaming, and the per-run statistics. */
+#include "engine/error.h"
 #include "engine/generate.h"
 
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 const char *const generate_calibration_text =
     "Once upon a time, there was a little girl. The quick brown fox jumps over the lazy dog.";
-
-__attribute__((format(printf, 2, 3))) static int fail(tm_model *m, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(m->err, sizeof m->err, fmt, ap);
-    va_end(ap);
-    return -1;
-}
 
 static double now(void)
 {
@@ -115,13 +106,13 @@ int generate_run(tm_model *m, const tokenizer *tok, const generate_options *opt,
     int rc = -1;
     if (!seqs || !batch || !batch_ids || !batch_tokens || !logits ||
         sampler_init(&smp, vocab, opt->temperature, opt->top_k, opt->top_p, opt->seed)) {
-        fail(m, "out of host memory");
+        tm_fail(m->err, sizeof m->err, "out of host memory");
         goto out;
     }
     for (int32_t i = 0; i < n; i++) {
         seqs[i].out = calloc((size_t)opt->n_predict + 1, sizeof *seqs[i].out);
         if (!seqs[i].out || kv_sequence_init(&seqs[i].kv, m->max_positions, m->kv.layout.block_size)) {
-            fail(m, "out of host memory");
+            tm_fail(m->err, sizeof m->err, "out of host memory");
             goto out;
         }
         seqs[i].done = opt->n_predict == 0;

@@ -1,10 +1,10 @@
 /* gguf.c — strict GGUF v3 reader. See gguf.h for what is validated. */
+#include "engine/error.h"
 #include "engine/gguf.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,21 +101,12 @@ typedef struct cursor {
     char *err;
 } cursor;
 
-__attribute__((format(printf, 2, 3))) static int fail(char *err, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, GGUF_ERROR_MAX, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
 static size_t remaining(const cursor *c) { return c->size - c->pos; }
 
 static int take(cursor *c, size_t n, const void **out, const char *what)
 {
     if (n > remaining(c))
-        return fail(c->err, "truncated file: %s at offset %zu needs %zu bytes, %zu left", what,
+        return tm_fail(c->err, GGUF_ERROR_MAX, "truncated file: %s at offset %zu needs %zu bytes, %zu left", what,
                     c->pos, n, remaining(c));
     *out = c->base + c->pos;
     c->pos += n;
@@ -144,7 +135,7 @@ static int read_str(cursor *c, gguf_str *s, const char *what)
     const void *p = NULL;
     if (read_u64(c, &len, what)) return -1;
     if (len > remaining(c))
-        return fail(c->err, "%s at offset %zu: string length %" PRIu64 " exceeds the %zu bytes left",
+        return tm_fail(c->err, GGUF_ERROR_MAX, "%s at offset %zu: string length %" PRIu64 " exceeds the %zu bytes left",
                     what, c->pos - 8, len, remaining(c));
     if (take(c, (size_t)len, &p, what)) return -1;
     s->data = p;
@@ -165,7 +156,7 @@ static int read_scalar(cursor *c, gguf_value_type t, gguf_value *v, const char *
     case GGUF_TYPE_INT8: v->i = (int8_t)p[0]; break;
     case GGUF_TYPE_BOOL:
         u8 = p[0];
-        if (u8 > 1) return fail(c->err, "%s: bool value %u is neither 0 nor 1", what, u8);
+        if (u8 > 1) return tm_fail(c->err, GGUF_ERROR_MAX, "%s: bool value %u is neither 0 nor 1", what, u8);
         v->u = u8;
         break;
     case GGUF_TYPE_UINT16: memcpy(&u16, p, 2); v->u = u16; break;
@@ -176,7 +167,7 @@ static int read_scalar(cursor *c, gguf_value_type t, gguf_value *v, const char *
     case GGUF_TYPE_UINT64: memcpy(&u64, p, 8); v->u = u64; break;
     case GGUF_TYPE_INT64: memcpy(&u64, p, 8); v->i = (int64_t)u64; break;
     case GGUF_TYPE_FLOAT64: memcpy(&f64, p, 8); v->f = f64; break;
-    default: return fail(c->err, "%s: internal: not a scalar type", what);
+    default: return tm_fail(c->err, GGUF_ERROR_MAX, "%s: internal: not a scalar type", what);
     }
     return 0;
 }
@@ -184,7 +175,7 @@ static int read_scalar(cursor *c, gguf_value_type t, gguf_value *v, const char *
 static int read_value(cursor *c, uint32_t type, gguf_value *v, const char *what)
 {
     if (type >= GGUF_TYPE_COUNT)
-        return fail(c->err, "%s: unknown value type %u", what, type);
+        return tm_fail(c->err, GGUF_ERROR_MAX, "%s: unknown value type %u", what, type);
     v->type = (gguf_value_type)type;
     if (type == GGUF_TYPE_STRING) return read_str(c, &v->str, what);
     if (type != GGUF_TYPE_ARRAY) return read_scalar(c, v->type, v, what);
@@ -193,7 +184,7 @@ static int read_value(cursor *c, uint32_t type, gguf_value *v, const char *what)
     uint64_t count;
     if (read_u32(c, &elem, what) || read_u64(c, &count, what)) return -1;
     if (elem >= GGUF_TYPE_COUNT || elem == GGUF_TYPE_ARRAY)
-        return fail(c->err, "%s: array of %s (type %u) is not supported", what,
+        return tm_fail(c->err, GGUF_ERROR_MAX, "%s: array of %s (type %u) is not supported", what,
                     elem == GGUF_TYPE_ARRAY ? "arrays" : "unknown type", elem);
     v->arr.type = (gguf_value_type)elem;
     v->arr.count = count;
@@ -201,7 +192,7 @@ static int read_value(cursor *c, uint32_t type, gguf_value *v, const char *what)
     if (elem == GGUF_TYPE_STRING) {
         /* each string takes at least its 8-byte length */
         if (count > remaining(c) / 8)
-            return fail(c->err, "%s: array count %" PRIu64 " cannot fit in the %zu bytes left",
+            return tm_fail(c->err, GGUF_ERROR_MAX, "%s: array count %" PRIu64 " cannot fit in the %zu bytes left",
                         what, count, remaining(c));
         for (uint64_t i = 0; i < count; i++) {
             gguf_str s;
@@ -211,12 +202,12 @@ static int read_value(cursor *c, uint32_t type, gguf_value *v, const char *what)
     }
     size_t esize = value_type_size[elem];
     if (count > remaining(c) / esize)
-        return fail(c->err, "%s: array count %" PRIu64 " of %s cannot fit in the %zu bytes left",
+        return tm_fail(c->err, GGUF_ERROR_MAX, "%s: array count %" PRIu64 " of %s cannot fit in the %zu bytes left",
                     what, count, value_type_names[elem], remaining(c));
     if (elem == GGUF_TYPE_BOOL) {
         for (uint64_t i = 0; i < count; i++)
             if (v->arr.data[i] > 1)
-                return fail(c->err, "%s: bool element %" PRIu64 " is %u, neither 0 nor 1", what, i,
+                return tm_fail(c->err, GGUF_ERROR_MAX, "%s: bool element %" PRIu64 " is %u, neither 0 nor 1", what, i,
                             v->arr.data[i]);
     }
     c->pos += (size_t)(count * esize);
@@ -273,17 +264,17 @@ static int tensor_size(gguf_tensor *t, char *err)
 {
     size_t block = ggml_type_block(t->type), block_bytes = ggml_type_block_bytes(t->type);
     if (block == 0)
-        return fail(err, "tensor '%s': unknown tensor type %u", t->name, (unsigned)t->type);
+        return tm_fail(err, GGUF_ERROR_MAX, "tensor '%s': unknown tensor type %u", t->name, (unsigned)t->type);
     if (t->dims[0] % (int64_t)block != 0)
-        return fail(err, "tensor '%s': first dimension %" PRId64 " is not a multiple of the %s block size %zu",
+        return tm_fail(err, GGUF_ERROR_MAX, "tensor '%s': first dimension %" PRId64 " is not a multiple of the %s block size %zu",
                     t->name, t->dims[0], ggml_type_name(t->type), block);
     uint64_t rows = 1, bytes;
     for (uint32_t d = 1; d < GGUF_MAX_DIMS; d++)
         if (__builtin_mul_overflow(rows, (uint64_t)t->dims[d], &rows))
-            return fail(err, "tensor '%s': element count overflows", t->name);
+            return tm_fail(err, GGUF_ERROR_MAX, "tensor '%s': element count overflows", t->name);
     uint64_t row_bytes = (uint64_t)t->dims[0] / block * block_bytes;
     if (__builtin_mul_overflow(rows, row_bytes, &bytes) || bytes > INT64_MAX)
-        return fail(err, "tensor '%s': byte size overflows", t->name);
+        return tm_fail(err, GGUF_ERROR_MAX, "tensor '%s': byte size overflows", t->name);
     t->n_bytes = bytes;
     return 0;
 }
@@ -295,24 +286,24 @@ static int read_tensor_info(cursor *c, uint64_t i, gguf_tensor *t)
     snprintf(what, sizeof what, "tensor %" PRIu64 " name", i);
     if (read_str(c, &name, what)) return -1;
     if (name.len >= GGUF_MAX_NAME)
-        return fail(c->err, "tensor %" PRIu64 ": name of %" PRIu64 " bytes is too long (limit %d)", i,
+        return tm_fail(c->err, GGUF_ERROR_MAX, "tensor %" PRIu64 ": name of %" PRIu64 " bytes is too long (limit %d)", i,
                     name.len, GGUF_MAX_NAME - 1);
     if (memchr(name.data, 0, name.len))
-        return fail(c->err, "tensor %" PRIu64 ": name contains a NUL byte", i);
+        return tm_fail(c->err, GGUF_ERROR_MAX, "tensor %" PRIu64 ": name contains a NUL byte", i);
     memcpy(t->name, name.data, name.len);
     t->name[name.len] = 0;
     snprintf(what, sizeof what, "tensor '%s'", t->name);
 
     if (read_u32(c, &t->n_dims, what)) return -1;
     if (t->n_dims == 0 || t->n_dims > GGUF_MAX_DIMS)
-        return fail(c->err, "tensor '%s': %u dimensions (must be 1 to %d)", t->name, t->n_dims,
+        return tm_fail(c->err, GGUF_ERROR_MAX, "tensor '%s': %u dimensions (must be 1 to %d)", t->name, t->n_dims,
                     GGUF_MAX_DIMS);
     for (int d = 0; d < GGUF_MAX_DIMS; d++) t->dims[d] = 1;
     for (uint32_t d = 0; d < t->n_dims; d++) {
         uint64_t dim;
         if (read_u64(c, &dim, what)) return -1;
         if (dim == 0 || dim > INT64_MAX)
-            return fail(c->err, "tensor '%s': dimension %u is %" PRIu64 " (must be 1 to 2^63-1)",
+            return tm_fail(c->err, GGUF_ERROR_MAX, "tensor '%s': dimension %u is %" PRIu64 " (must be 1 to 2^63-1)",
                         t->name, d, dim);
         t->dims[d] = (int64_t)dim;
     }
@@ -328,15 +319,15 @@ static int read_tensor_info(cursor *c, uint64_t i, gguf_tensor *t)
 static int build_index(gguf_file *f, char *err)
 {
     gguf_index *ix = calloc(1, sizeof *ix);
-    if (!ix) return fail(err, "out of host memory for the GGUF index");
+    if (!ix) return tm_fail(err, GGUF_ERROR_MAX, "out of host memory for the GGUF index");
     f->index = ix;
     ix->entries = calloc(f->n_kv + f->n_tensors + 1, sizeof *ix->entries);
-    if (!ix->entries) return fail(err, "out of host memory for the GGUF index");
+    if (!ix->entries) return tm_fail(err, GGUF_ERROR_MAX, "out of host memory for the GGUF index");
     index_entry *e = ix->entries;
     for (uint64_t i = 0; i < f->n_kv; i++, e++) {
         const gguf_kv *kv = &f->kv[i];
         if (index_find(ix->kv_head, kv->key.data, kv->key.len))
-            return fail(err, "duplicate metadata key '%.*s'", (int)(kv->key.len > 80 ? 80 : kv->key.len),
+            return tm_fail(err, GGUF_ERROR_MAX, "duplicate metadata key '%.*s'", (int)(kv->key.len > 80 ? 80 : kv->key.len),
                         kv->key.data);
         e->key = kv->key.data;
         e->key_len = kv->key.len;
@@ -347,7 +338,7 @@ static int build_index(gguf_file *f, char *err)
         const gguf_tensor *t = &f->tensors[i];
         size_t len = strlen(t->name);
         if (index_find(ix->tensor_head, t->name, len))
-            return fail(err, "duplicate tensor name '%s'", t->name);
+            return tm_fail(err, GGUF_ERROR_MAX, "duplicate tensor name '%s'", t->name);
         e->key = t->name;
         e->key_len = len;
         e->slot = i;
@@ -362,11 +353,11 @@ static int parse_alignment(gguf_file *f, char *err)
     const gguf_kv *kv = gguf_find_kv(f, "general.alignment");
     if (!kv) return 0;
     if (kv->value.type != GGUF_TYPE_UINT32)
-        return fail(err, "general.alignment has type %s (must be uint32)",
+        return tm_fail(err, GGUF_ERROR_MAX, "general.alignment has type %s (must be uint32)",
                     gguf_value_type_name(kv->value.type));
     uint64_t a = kv->value.u;
     if (a == 0 || (a & (a - 1)) != 0)
-        return fail(err, "general.alignment %" PRIu64 " is not a power of two", a);
+        return tm_fail(err, GGUF_ERROR_MAX, "general.alignment %" PRIu64 " is not a power of two", a);
     f->alignment = a;
     return 0;
 }
@@ -377,21 +368,21 @@ static int place_tensors(gguf_file *f, size_t header_end, char *err)
     f->data_offset = (header_end + a - 1) / a * a; /* header_end <= size, a <= 2^32: no overflow */
     if (f->n_tensors == 0) return 0;
     if (f->data_offset > f->size)
-        return fail(err, "truncated file: data section would start at %" PRIu64 ", file has %zu bytes",
+        return tm_fail(err, GGUF_ERROR_MAX, "truncated file: data section would start at %" PRIu64 ", file has %zu bytes",
                     f->data_offset, f->size);
     uint64_t data_size = f->size - f->data_offset;
     uint64_t expected = 0; /* running padded total */
     for (uint64_t i = 0; i < f->n_tensors; i++) {
         gguf_tensor *t = &f->tensors[i];
         if (t->offset % a != 0)
-            return fail(err, "tensor '%s': data offset %" PRIu64 " not aligned to %" PRIu64, t->name,
+            return tm_fail(err, GGUF_ERROR_MAX, "tensor '%s': data offset %" PRIu64 " not aligned to %" PRIu64, t->name,
                         t->offset, a);
         if (t->offset != expected)
-            return fail(err, "tensor '%s': data offset %" PRIu64 " should be %" PRIu64
+            return tm_fail(err, GGUF_ERROR_MAX, "tensor '%s': data offset %" PRIu64 " should be %" PRIu64
                         " (tensors must follow each other in order, padded to %" PRIu64 ")",
                         t->name, t->offset, expected, a);
         if (t->offset > data_size || t->n_bytes > data_size - t->offset)
-            return fail(err, "tensor '%s': data [%" PRIu64 ", +%" PRIu64 ") runs past the end of the "
+            return tm_fail(err, GGUF_ERROR_MAX, "tensor '%s': data [%" PRIu64 ", +%" PRIu64 ") runs past the end of the "
                         "file (data section holds %" PRIu64 " bytes)", t->name, t->offset, t->n_bytes,
                         data_size);
         t->data = f->base + f->data_offset + t->offset;
@@ -408,32 +399,32 @@ int gguf_parse(const void *data, size_t size, gguf_file *f, char err[GGUF_ERROR_
     f->size = size;
     cursor c = {data, size, 0, err};
     uint32_t magic;
-    if (size == 0) return fail(err, "file is empty");
+    if (size == 0) return tm_fail(err, GGUF_ERROR_MAX, "file is empty");
     if (read_u32(&c, &magic, "magic")) return -1;
-    if (magic != GGUF_MAGIC) return fail(err, "not a GGUF file (bad magic 0x%08x)", magic);
+    if (magic != GGUF_MAGIC) return tm_fail(err, GGUF_ERROR_MAX, "not a GGUF file (bad magic 0x%08x)", magic);
     if (read_u32(&c, &f->version, "version")) return -1;
     if (f->version != GGUF_VERSION) {
         if (f->version == __builtin_bswap32(GGUF_VERSION))
-            return fail(err, "big-endian GGUF files are not supported");
-        return fail(err, "GGUF version %u is not supported (only %u)", f->version, GGUF_VERSION);
+            return tm_fail(err, GGUF_ERROR_MAX, "big-endian GGUF files are not supported");
+        return tm_fail(err, GGUF_ERROR_MAX, "GGUF version %u is not supported (only %u)", f->version, GGUF_VERSION);
     }
     if (read_u64(&c, &f->n_tensors, "tensor count") || read_u64(&c, &f->n_kv, "metadata count"))
         return -1;
     /* a key-value pair takes at least 13 bytes, a tensor info at least 32 */
     if (f->n_kv > remaining(&c) / 13)
-        return fail(err, "metadata count %" PRIu64 " cannot fit in a file of %zu bytes", f->n_kv, size);
+        return tm_fail(err, GGUF_ERROR_MAX, "metadata count %" PRIu64 " cannot fit in a file of %zu bytes", f->n_kv, size);
     if (f->n_tensors > remaining(&c) / 32)
-        return fail(err, "tensor count %" PRIu64 " cannot fit in a file of %zu bytes", f->n_tensors, size);
+        return tm_fail(err, GGUF_ERROR_MAX, "tensor count %" PRIu64 " cannot fit in a file of %zu bytes", f->n_tensors, size);
     f->kv = calloc(f->n_kv + 1, sizeof *f->kv);
     f->tensors = calloc(f->n_tensors + 1, sizeof *f->tensors);
-    if (!f->kv || !f->tensors) return fail(err, "out of host memory for the GGUF header");
+    if (!f->kv || !f->tensors) return tm_fail(err, GGUF_ERROR_MAX, "out of host memory for the GGUF header");
 
     for (uint64_t i = 0; i < f->n_kv; i++) {
         gguf_kv *kv = &f->kv[i];
         char what[96];
         snprintf(what, sizeof what, "metadata key %" PRIu64, i);
         if (read_str(&c, &kv->key, what)) return -1;
-        if (kv->key.len == 0) return fail(err, "metadata key %" PRIu64 " is empty", i);
+        if (kv->key.len == 0) return tm_fail(err, GGUF_ERROR_MAX, "metadata key %" PRIu64 " is empty", i);
         uint32_t type;
         snprintf(what, sizeof what, "metadata '%.*s'", (int)(kv->key.len > 64 ? 64 : kv->key.len),
                  kv->key.data);
@@ -449,31 +440,31 @@ int gguf_open(const char *path, gguf_file *f, char err[GGUF_ERROR_MAX])
 {
     memset(f, 0, sizeof *f);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return fail(err, "cannot open '%s': %s", path, strerror(errno));
+    if (fd < 0) return tm_fail(err, GGUF_ERROR_MAX, "cannot open '%s': %s", path, strerror(errno));
     struct stat st;
     if (fstat(fd, &st) != 0) {
         int e = errno;
         close(fd);
-        return fail(err, "cannot stat '%s': %s", path, strerror(e));
+        return tm_fail(err, GGUF_ERROR_MAX, "cannot stat '%s': %s", path, strerror(e));
     }
     if (!S_ISREG(st.st_mode)) {
         close(fd);
-        return fail(err, "'%s' is not a regular file", path);
+        return tm_fail(err, GGUF_ERROR_MAX, "'%s' is not a regular file", path);
     }
     if (st.st_size == 0) {
         close(fd);
-        return fail(err, "'%s': file is empty", path);
+        return tm_fail(err, GGUF_ERROR_MAX, "'%s': file is empty", path);
     }
     void *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
     int e = errno;
     close(fd);
-    if (map == MAP_FAILED) return fail(err, "cannot map '%s': %s", path, strerror(e));
+    if (map == MAP_FAILED) return tm_fail(err, GGUF_ERROR_MAX, "cannot map '%s': %s", path, strerror(e));
     char inner[GGUF_ERROR_MAX];
     int rc = gguf_parse(map, (size_t)st.st_size, f, inner);
     f->mapped = true;
     if (rc != 0) {
         gguf_close(f);
-        return fail(err, "%s: %s", path, inner);
+        return tm_fail(err, GGUF_ERROR_MAX, "%s: %s", path, inner);
     }
     return 0;
 }
@@ -515,7 +506,7 @@ int gguf_get_uint(const gguf_file *f, const char *key, uint64_t *out, char err[G
     if (!kv) return 0;
     gguf_value_type t = kv->value.type;
     if (type_is_signed(t)) {
-        if (kv->value.i < 0) return fail(err, "%s is negative (%" PRId64 ")", key, kv->value.i);
+        if (kv->value.i < 0) return tm_fail(err, GGUF_ERROR_MAX, "%s is negative (%" PRId64 ")", key, kv->value.i);
         *out = (uint64_t)kv->value.i;
         return 1;
     }
@@ -523,7 +514,7 @@ int gguf_get_uint(const gguf_file *f, const char *key, uint64_t *out, char err[G
         *out = kv->value.u;
         return 1;
     }
-    return fail(err, "%s has type %s (expected an integer)", key, gguf_value_type_name(t));
+    return tm_fail(err, GGUF_ERROR_MAX, "%s has type %s (expected an integer)", key, gguf_value_type_name(t));
 }
 
 int gguf_get_float(const gguf_file *f, const char *key, double *out, char err[GGUF_ERROR_MAX])
@@ -531,7 +522,7 @@ int gguf_get_float(const gguf_file *f, const char *key, double *out, char err[GG
     const gguf_kv *kv = gguf_find_kv(f, key);
     if (!kv) return 0;
     if (!type_is_float(kv->value.type))
-        return fail(err, "%s has type %s (expected a float)", key, gguf_value_type_name(kv->value.type));
+        return tm_fail(err, GGUF_ERROR_MAX, "%s has type %s (expected a float)", key, gguf_value_type_name(kv->value.type));
     *out = kv->value.f;
     return 1;
 }
@@ -541,7 +532,7 @@ int gguf_get_bool(const gguf_file *f, const char *key, bool *out, char err[GGUF_
     const gguf_kv *kv = gguf_find_kv(f, key);
     if (!kv) return 0;
     if (kv->value.type != GGUF_TYPE_BOOL)
-        return fail(err, "%s has type %s (expected bool)", key, gguf_value_type_name(kv->value.type));
+        return tm_fail(err, GGUF_ERROR_MAX, "%s has type %s (expected bool)", key, gguf_value_type_name(kv->value.type));
     *out = kv->value.u != 0;
     return 1;
 }
@@ -551,7 +542,7 @@ int gguf_get_str(const gguf_file *f, const char *key, gguf_str *out, char err[GG
     const gguf_kv *kv = gguf_find_kv(f, key);
     if (!kv) return 0;
     if (kv->value.type != GGUF_TYPE_STRING)
-        return fail(err, "%s has type %s (expected string)", key, gguf_value_type_name(kv->value.type));
+        return tm_fail(err, GGUF_ERROR_MAX, "%s has type %s (expected string)", key, gguf_value_type_name(kv->value.type));
     *out = kv->value.str;
     return 1;
 }
@@ -562,7 +553,7 @@ int gguf_get_array(const gguf_file *f, const char *key, gguf_value_type type,
     const gguf_kv *kv = gguf_find_kv(f, key);
     if (!kv) return 0;
     if (kv->value.type != GGUF_TYPE_ARRAY || kv->value.arr.type != type)
-        return fail(err, "%s has type %s%s%s (expected array of %s)", key,
+        return tm_fail(err, GGUF_ERROR_MAX, "%s has type %s%s%s (expected array of %s)", key,
                     gguf_value_type_name(kv->value.type), kv->value.type == GGUF_TYPE_ARRAY ? " of " : "",
                     kv->value.type == GGUF_TYPE_ARRAY ? gguf_value_type_name(kv->value.arr.type) : "",
                     gguf_value_type_name(type));

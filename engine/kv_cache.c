@@ -1,22 +1,11 @@
 /* kv_cache.c — sizing the paged KV pool and handing out its blocks. */
+#include "engine/error.h"
 #include "engine/kv_cache.h"
 
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define MIB(x) ((double)(x) / 1048576.0)
-
-__attribute__((format(printf, 3, 4))) static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return -1;
-}
 
 static const char *const dtype_names[] = {
     [TM_KV_F32] = "f32", [TM_KV_F16] = "f16", [TM_KV_FP8_E4M3] = "fp8_e4m3", [TM_KV_FP8_E5M2] = "fp8_e5m2"};
@@ -45,7 +34,7 @@ int kv_cache_init(kv_cache *kv, const tm_driver *drv, int32_t n_layers, int32_t 
     int64_t all_layers_block = 2 * (int64_t)n_layers * block_bytes;
     size_t free_now = 0, total = 0;
     CUresult rc = drv->cuMemGetInfo(&free_now, &total);
-    if (rc != CUDA_SUCCESS) return fail(err, errlen, "cuMemGetInfo failed: %s", tm_cu_name(drv, rc));
+    if (rc != CUDA_SUCCESS) return tm_fail(err, errlen, "cuMemGetInfo failed: %s", tm_cu_name(drv, rc));
     kv->free_before = free_now;
     int64_t n_blocks = opt->n_blocks;
     if (n_blocks <= 0) {
@@ -53,10 +42,10 @@ int kv_cache_init(kv_cache *kv, const tm_driver *drv, int32_t n_layers, int32_t 
         n_blocks = usable > 0 ? (int64_t)(usable / (double)all_layers_block) : 0;
         kv->utilization = opt->utilization;
         if (n_blocks < 1)
-            return fail(err, errlen, "out of device memory for the KV cache: one block of %d tokens needs %.2f MiB, "
+            return tm_fail(err, errlen, "out of device memory for the KV cache: one block of %d tokens needs %.2f MiB, "
                         "%.0f%% of the %.1f MiB free is %.1f MiB (device has %.1f MiB total)", opt->block_size,
-                        MIB(all_layers_block), opt->utilization * 100, MIB(free_now),
-                        MIB(opt->utilization * (double)free_now), MIB(total));
+                        TM_MIB(all_layers_block), opt->utilization * 100, TM_MIB(free_now),
+                        TM_MIB(opt->utilization * (double)free_now), TM_MIB(total));
     }
     /* slots are int32 (block * block_size + offset) */
     int64_t max_blocks = INT32_MAX / opt->block_size;
@@ -68,7 +57,7 @@ int kv_cache_init(kv_cache *kv, const tm_driver *drv, int32_t n_layers, int32_t 
     kv->free_blocks = malloc((size_t)n_blocks * sizeof *kv->free_blocks);
     if (!kv->k_pools || !kv->v_pools || !kv->scales || !kv->free_blocks) {
         kv_cache_free(kv, drv);
-        return fail(err, errlen, "out of host memory for a KV pool of %" PRId64 " blocks", n_blocks);
+        return tm_fail(err, errlen, "out of host memory for a KV pool of %" PRId64 " blocks", n_blocks);
     }
     int64_t pool_bytes = tm_kv_pool_bytes(&kv->layout);
     for (int32_t l = 0; l < n_layers; l++) {
@@ -78,10 +67,10 @@ int kv_cache_init(kv_cache *kv, const tm_driver *drv, int32_t n_layers, int32_t 
             rc = drv->cuMemAlloc(p, (size_t)pool_bytes);
             if (rc != CUDA_SUCCESS) {
                 int64_t need = tm_kv_total_bytes(&kv->layout);
-                fail(err, errlen, "out of device memory while allocating the KV cache: need %.1f MiB (%" PRId64
+                tm_fail(err, errlen, "out of device memory while allocating the KV cache: need %.1f MiB (%" PRId64
                      " blocks of %d tokens), device has %.1f MiB total, %.1f MiB were free (cuMemAlloc: %s at "
-                     "layer %d %s, after %.1f MiB)", MIB(need), n_blocks, opt->block_size, MIB(total),
-                     MIB(free_now), tm_cu_name(drv, rc), l, which ? "V" : "K", MIB(kv->bytes));
+                     "layer %d %s, after %.1f MiB)", TM_MIB(need), n_blocks, opt->block_size, TM_MIB(total),
+                     TM_MIB(free_now), tm_cu_name(drv, rc), l, which ? "V" : "K", TM_MIB(kv->bytes));
                 *p = 0;
                 kv_cache_free(kv, drv);
                 return -1;
@@ -131,11 +120,11 @@ int kv_sequence_grow(kv_cache *kv, kv_sequence *s, int32_t new_len, int seq_id, 
 {
     int64_t need = tm_kv_blocks_for(new_len, kv->layout.block_size);
     if (need > s->max_blocks)
-        return fail(err, errlen, "sequence %d: position %d is past the context of %d tokens", seq_id, new_len - 1,
+        return tm_fail(err, errlen, "sequence %d: position %d is past the context of %d tokens", seq_id, new_len - 1,
                     s->max_blocks * kv->layout.block_size);
     while (s->n_blocks < need) {
         if (kv->n_free == 0)
-            return fail(err, errlen, "KV cache full: sequence %d needs a block for position %d, and all %" PRId64
+            return tm_fail(err, errlen, "KV cache full: sequence %d needs a block for position %d, and all %" PRId64
                         " blocks of %d tokens are in use (raise --kv-blocks or --gpu-memory-utilization, or "
                         "shorten -n/--ctx)", seq_id, s->n_blocks * kv->layout.block_size, kv->layout.n_blocks,
                         kv->layout.block_size);

@@ -1,23 +1,12 @@
 /* model.c — putting a model on the device: weights, scratch buffers, then the KV pool
  * sized from what remains free. */
+#include "engine/error.h"
 #include "engine/model.h"
 
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define MIB(x) ((double)(x) / 1048576.0)
-
-__attribute__((format(printf, 2, 3))) static int fail(tm_model *m, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(m->err, sizeof m->err, fmt, ap);
-    va_end(ap);
-    return -1;
-}
 
 static int scratch_alloc(tm_model *m)
 {
@@ -44,9 +33,9 @@ static int scratch_alloc(tm_model *m)
         if (rc != CUDA_SUCCESS) {
             size_t free_now = 0, total = 0;
             m->drv->cuMemGetInfo(&free_now, &total);
-            return fail(m, "out of device memory while allocating activation buffers: need %.1f MiB for '%s', "
-                        "device has %.1f MiB total, %.1f MiB free (cuMemAlloc: %s)", MIB(bufs[i].bytes),
-                        bufs[i].what, MIB(total), MIB(free_now), tm_cu_name(m->drv, rc));
+            return tm_fail(m->err, sizeof m->err, "out of device memory while allocating activation buffers: need %.1f MiB for '%s', "
+                        "device has %.1f MiB total, %.1f MiB free (cuMemAlloc: %s)", TM_MIB(bufs[i].bytes),
+                        bufs[i].what, TM_MIB(total), TM_MIB(free_now), tm_cu_name(m->drv, rc));
         }
         m->s.bytes += bufs[i].bytes;
         m->s.n_allocs++;
@@ -74,7 +63,7 @@ int model_load(tm_model *m, const tm_driver *drv, const gguf_file *f, const mode
     m->qkv_dim = (c->n_heads + 2 * c->n_kv_heads) * c->head_dim;
     /* pos, slots and lengths, then the block tables of a decode batch */
     m->h_staging = malloc((size_t)m->max_tokens * (3 + (size_t)m->max_blocks_per_seq) * sizeof *m->h_staging);
-    if (!m->h_staging) return fail(m, "out of host memory");
+    if (!m->h_staging) return tm_fail(m->err, sizeof m->err, "out of host memory");
     if (weights_upload(&m->w, drv, f, c, m->err, sizeof m->err) || scratch_alloc(m) ||
         kv_cache_init(&m->kv, drv, c->n_layers, c->n_kv_heads, c->head_dim, &opt->kv, m->err, sizeof m->err)) {
         model_free(m);
@@ -83,7 +72,7 @@ int model_load(tm_model *m, const tm_driver *drv, const gguf_file *f, const mode
     /* copies to the device are done before anything runs (cuCtxSynchronize_v2 takes the context) */
     CUresult rc = drv->cuCtxSynchronize(drv->context);
     if (rc != CUDA_SUCCESS) {
-        fail(m, "cuCtxSynchronize after loading failed: %s", tm_cu_name(drv, rc));
+        tm_fail(m->err, sizeof m->err, "cuCtxSynchronize after loading failed: %s", tm_cu_name(drv, rc));
         model_free(m);
         return -1;
     }

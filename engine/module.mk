@@ -4,7 +4,7 @@
 # ENGINE_LIB_OBJS are the parts tests link; cli.o adds main. The fatbin object comes from
 # kernels/module.mk, named literally because that fragment is read after this one.
 
-ENGINE_LIB_SRCS := engine/gguf.c engine/tokenizer.c engine/tokenizer_spm.c engine/tokenizer_bpe.c \
+ENGINE_LIB_SRCS := engine/error.c engine/gguf.c engine/tokenizer.c engine/tokenizer_spm.c engine/tokenizer_bpe.c \
                    engine/model_config.c engine/weights.c engine/driver.c engine/kv_cache.c \
                    engine/model.c engine/forward.c engine/sampler.c engine/generate.c
 ENGINE_LIB_OBJS := $(ENGINE_LIB_SRCS:%.c=$(O)/obj/%.o)

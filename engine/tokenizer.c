@@ -1,8 +1,8 @@
 /* tokenizer.c — vocabulary loading, lookup, and decoding shared by both tokenizer models. */
+#include "engine/error.h"
 #include "engine/tokenizer.h"
 
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,15 +12,6 @@ struct token_entry {
     int32_t id;
     UT_hash_handle hh;
 };
-
-__attribute__((format(printf, 2, 3))) static int fail(char *err, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, GGUF_ERROR_MAX, fmt, ap);
-    va_end(ap);
-    return -1;
-}
 
 size_t utf8_len(unsigned char c)
 {
@@ -56,27 +47,27 @@ int tokenizer_load(tokenizer *tok, const gguf_file *f, char err[GGUF_ERROR_MAX])
     gguf_str model;
     int rc = gguf_get_str(f, "tokenizer.ggml.model", &model, err);
     if (rc < 0) return -1;
-    if (rc == 0) return fail(err, "no tokenizer in the file (tokenizer.ggml.model is missing)");
+    if (rc == 0) return tm_fail(err, GGUF_ERROR_MAX, "no tokenizer in the file (tokenizer.ggml.model is missing)");
     if (gguf_str_eq(model, "llama")) tok->kind = TOKENIZER_SPM;
     else if (gguf_str_eq(model, "gpt2")) tok->kind = TOKENIZER_BPE;
-    else return fail(err, "tokenizer model '%.*s' is not supported (llama or gpt2)",
+    else return tm_fail(err, GGUF_ERROR_MAX, "tokenizer model '%.*s' is not supported (llama or gpt2)",
                      (int)(model.len > 40 ? 40 : model.len), model.data);
 
     const gguf_value *tokens, *scores = NULL, *types = NULL;
     rc = gguf_get_array(f, "tokenizer.ggml.tokens", GGUF_TYPE_STRING, &tokens, err);
     if (rc < 0) return -1;
-    if (rc == 0) return fail(err, "tokenizer.ggml.tokens is missing");
+    if (rc == 0) return tm_fail(err, GGUF_ERROR_MAX, "tokenizer.ggml.tokens is missing");
     if (tokens->arr.count == 0 || tokens->arr.count > INT32_MAX)
-        return fail(err, "tokenizer.ggml.tokens holds %" PRIu64 " tokens", tokens->arr.count);
+        return tm_fail(err, GGUF_ERROR_MAX, "tokenizer.ggml.tokens holds %" PRIu64 " tokens", tokens->arr.count);
     tok->n_vocab = (int32_t)tokens->arr.count;
     if (gguf_get_array(f, "tokenizer.ggml.scores", GGUF_TYPE_FLOAT32, &scores, err) < 0 ||
         gguf_get_array(f, "tokenizer.ggml.token_type", GGUF_TYPE_INT32, &types, err) < 0)
         return -1;
     if (scores && scores->arr.count != tokens->arr.count)
-        return fail(err, "tokenizer.ggml.scores has %" PRIu64 " entries for %d tokens", scores->arr.count,
+        return tm_fail(err, GGUF_ERROR_MAX, "tokenizer.ggml.scores has %" PRIu64 " entries for %d tokens", scores->arr.count,
                     tok->n_vocab);
     if (types && types->arr.count != tokens->arr.count)
-        return fail(err, "tokenizer.ggml.token_type has %" PRIu64 " entries for %d tokens",
+        return tm_fail(err, GGUF_ERROR_MAX, "tokenizer.ggml.token_type has %" PRIu64 " entries for %d tokens",
                     types->arr.count, tok->n_vocab);
 
     size_t n = (size_t)tok->n_vocab;
@@ -86,7 +77,7 @@ int tokenizer_load(tokenizer *tok, const gguf_file *f, char err[GGUF_ERROR_MAX])
     tok->entries = calloc(n, sizeof *tok->entries);
     if (!tok->pieces || !tok->scores || !tok->types || !tok->entries) {
         tokenizer_free(tok);
-        return fail(err, "out of host memory for a vocabulary of %zu tokens", n);
+        return tm_fail(err, GGUF_ERROR_MAX, "out of host memory for a vocabulary of %zu tokens", n);
     }
     gguf_array_strings(tokens, tok->pieces);
     for (size_t i = 0; i < n; i++) {

@@ -1,22 +1,11 @@
 /* weights.c — validating and uploading the model's tensors. */
+#include "engine/error.h"
 #include "engine/weights.h"
 
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define MIB(x) ((double)(x) / 1048576.0)
-
-__attribute__((format(printf, 3, 4))) static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return -1;
-}
 
 /* ----------------------------------------------------------------------------
  * The tensors of a llama model, in one list */
@@ -62,16 +51,16 @@ static bool type_supported(ggml_type t)
 static int check_one(const gguf_file *f, const tensor_spec *s, char *err, size_t errlen)
 {
     const gguf_tensor *t = gguf_find_tensor(f, s->name);
-    if (!t) return s->optional ? 0 : fail(err, errlen, "tensor '%s' is missing", s->name);
+    if (!t) return s->optional ? 0 : tm_fail(err, errlen, "tensor '%s' is missing", s->name);
     if (!type_supported(t->type)) {
         const char *name = ggml_type_name(t->type);
-        return fail(err, errlen, "tensor '%s' has type %s%s; tiermem-llm supports F32, F16, BF16 and Q8_0",
+        return tm_fail(err, errlen, "tensor '%s' has type %s%s; tiermem-llm supports F32, F16, BF16 and Q8_0",
                     s->name, name ? name : "unknown", name ? "" : " (unknown)");
     }
     int64_t want1 = s->role == ROLE_NORM ? 1 : s->n_out;
     bool shape_ok = t->dims[0] == s->n_in && t->dims[1] == want1 && t->dims[2] == 1 && t->dims[3] == 1;
     if (!shape_ok)
-        return fail(err, errlen, "tensor '%s' has shape [%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
+        return tm_fail(err, errlen, "tensor '%s' has shape [%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
                     "], expected [%" PRId64 ", %" PRId64 "]", s->name, t->dims[0], t->dims[1], t->dims[2],
                     t->dims[3], s->n_in, want1);
     return 0;
@@ -80,7 +69,7 @@ static int check_one(const gguf_file *f, const tensor_spec *s, char *err, size_t
 int weights_check(const gguf_file *f, const llama_config *cfg, char *err, size_t errlen)
 {
     tensor_spec *specs = calloc(3 + 9 * (size_t)cfg->n_layers, sizeof *specs);
-    if (!specs) return fail(err, errlen, "out of host memory");
+    if (!specs) return tm_fail(err, errlen, "out of host memory");
     int64_t n = list_tensors(cfg, specs);
     int rc = 0;
     for (int64_t i = 0; i < n && rc == 0; i++) rc = check_one(f, &specs[i], err, errlen);
@@ -161,7 +150,7 @@ int weights_upload(model_weights *w, const tm_driver *drv, const gguf_file *f, c
     if (!specs || !w->layers || !w->allocs) {
         free(specs);
         weights_free(w, drv);
-        return fail(err, errlen, "out of host memory");
+        return tm_fail(err, errlen, "out of host memory");
     }
     int64_t n = list_tensors(cfg, specs), need = weights_bytes(f, cfg);
     int rc = 0;
@@ -173,10 +162,10 @@ int weights_upload(model_weights *w, const tm_driver *drv, const gguf_file *f, c
         CUresult cr = drv->cuMemAlloc(&p, (size_t)bytes);
         if (cr != CUDA_SUCCESS) {
             rc = cr == CUDA_ERROR_OUT_OF_MEMORY
-                ? fail(err, errlen, "out of device memory while loading weights: need %.1f MiB, device has %.1f MiB "
-                       "total (cuMemAlloc: %s at tensor '%s', %.1f MiB, after %.1f MiB)", MIB(need),
-                       MIB(drv->device_total), tm_cu_name(drv, cr), t->name, MIB(bytes), MIB(w->bytes))
-                : fail(err, errlen, "cuMemAlloc of %.1f MiB for tensor '%s' failed: %s", MIB(bytes), t->name,
+                ? tm_fail(err, errlen, "out of device memory while loading weights: need %.1f MiB, device has %.1f MiB "
+                       "total (cuMemAlloc: %s at tensor '%s', %.1f MiB, after %.1f MiB)", TM_MIB(need),
+                       TM_MIB(drv->device_total), tm_cu_name(drv, cr), t->name, TM_MIB(bytes), TM_MIB(w->bytes))
+                : tm_fail(err, errlen, "cuMemAlloc of %.1f MiB for tensor '%s' failed: %s", TM_MIB(bytes), t->name,
                        tm_cu_name(drv, cr));
             break;
         }
@@ -187,7 +176,7 @@ int weights_upload(model_weights *w, const tm_driver *drv, const gguf_file *f, c
         cr = src ? drv->cuMemcpyHtoD(p, src, (size_t)bytes) : CUDA_ERROR_INVALID_VALUE;
         free(owned);
         if (cr != CUDA_SUCCESS) {
-            rc = fail(err, errlen, "copying tensor '%s' to the device failed: %s", t->name,
+            rc = tm_fail(err, errlen, "copying tensor '%s' to the device failed: %s", t->name,
                       src ? tm_cu_name(drv, cr) : "norm of an unsupported type");
             break;
         }

@@ -4,7 +4,7 @@
 # the corpus and fuzzes briefly as part of `make test`.
 
 FUZZ_SECONDS ?= 60
-FUZZ_SRCS    := tests/fuzz/fuzz_gguf.c engine/gguf.c engine/tokenizer.c engine/tokenizer_spm.c \
+FUZZ_SRCS    := tests/fuzz/fuzz_gguf.c engine/error.c engine/gguf.c engine/tokenizer.c engine/tokenizer_spm.c \
                 engine/tokenizer_bpe.c engine/model_config.c
 FUZZ_BIN     := $(O)/fuzz/fuzz_gguf
 
