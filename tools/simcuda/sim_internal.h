@@ -214,7 +214,7 @@ void sim_module_release_context(sim_context *ctx);
 
 /* Device-memory allocation shared by cuMemAlloc, pitch, async and pool paths. */
 CUresult sim_device_alloc(CUdeviceptr *dptr, size_t bytes, bool managed, sim_pool *pool);
-CUresult sim_device_free(CUdeviceptr dptr, bool async);
+CUresult sim_device_free(CUdeviceptr dptr);
 
 /* Host time in ms between two timestamps. */
 double sim_ms_between(const struct timespec *from, const struct timespec *to);

@@ -116,21 +116,25 @@ fail:
     return result;
 }
 
-CUresult sim_device_free(CUdeviceptr dptr, bool async)
+/* Frees the region of `kind` that starts exactly at p; `missing` when there is none. */
+static CUresult destroy_region_at(uintptr_t p, sim_region_kind kind, CUresult missing)
 {
     sim_lock();
     CUresult result = sim_current_context_locked(NULL);
     if (result == CUDA_SUCCESS) {
-        sim_region *region = sim_region_find(TREE_REGIONS, (uintptr_t)dptr);
-        if (!region || region->kind != REGION_DEVICE || region->base != (uintptr_t)dptr)
-            result = CUDA_ERROR_INVALID_VALUE;
-        else if (async && !region->pool && region->managed)
-            result = CUDA_ERROR_INVALID_VALUE;
+        sim_region *region = sim_region_find(TREE_REGIONS, p);
+        if (!region || region->kind != kind || region->base != p)
+            result = missing;
         else
             region_destroy(region);
     }
     sim_unlock();
     return result;
+}
+
+CUresult sim_device_free(CUdeviceptr dptr)
+{
+    return destroy_region_at((uintptr_t)dptr, REGION_DEVICE, CUDA_ERROR_INVALID_VALUE);
 }
 
 SIM_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytes)
@@ -156,7 +160,7 @@ SIM_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch, size_t 
 
 SIM_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
 {
-    return sim_device_free(dptr, false);
+    return sim_device_free(dptr);
 }
 
 SIM_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytes, unsigned int flags)
@@ -205,7 +209,7 @@ static CUresult free_async(CUdeviceptr dptr, CUstream stream)
     CUresult result = stream_check(stream);
     if (result != CUDA_SUCCESS)
         return result;
-    return sim_device_free(dptr, true);
+    return sim_device_free(dptr);
 }
 
 SIM_EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytes, CUstream stream)
@@ -397,17 +401,7 @@ SIM_EXPORT CUresult cuMemHostAlloc(void **pp, size_t bytes, unsigned int flags)
 
 SIM_EXPORT CUresult cuMemFreeHost(void *p)
 {
-    sim_lock();
-    CUresult result = sim_current_context_locked(NULL);
-    if (result == CUDA_SUCCESS) {
-        sim_region *region = sim_region_find(TREE_REGIONS, (uintptr_t)p);
-        if (!region || region->kind != REGION_HOST_ALLOC || region->base != (uintptr_t)p)
-            result = CUDA_ERROR_INVALID_VALUE;
-        else
-            region_destroy(region);
-    }
-    sim_unlock();
-    return result;
+    return destroy_region_at((uintptr_t)p, REGION_HOST_ALLOC, CUDA_ERROR_INVALID_VALUE);
 }
 
 /* True when every page of [p, p + bytes) is mapped in this process. */
@@ -458,17 +452,7 @@ SIM_EXPORT CUresult cuMemHostRegister_v2(void *p, size_t bytes, unsigned int fla
 
 SIM_EXPORT CUresult cuMemHostUnregister(void *p)
 {
-    sim_lock();
-    CUresult result = sim_current_context_locked(NULL);
-    if (result == CUDA_SUCCESS) {
-        sim_region *region = sim_region_find(TREE_REGIONS, (uintptr_t)p);
-        if (!region || region->kind != REGION_HOST_REGISTERED || region->base != (uintptr_t)p)
-            result = CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
-        else
-            region_destroy(region);
-    }
-    sim_unlock();
-    return result;
+    return destroy_region_at((uintptr_t)p, REGION_HOST_REGISTERED, CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED);
 }
 
 SIM_EXPORT CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *pdptr, void *p, unsigned int flags)
