@@ -20,8 +20,10 @@ KERNELS_NVCC_FLAGS := -std=c++17 -O3 -I. -Xcompiler -Wall \
     -gencode arch=compute_90,code=compute_90
 
 # The twins are the engine's CPU speed on simcuda: -O3 for the vectoriser, OpenMP for
-# threads, and only the kernels (SIMCUDA_KERNEL) exported.
-$(KERNELS_TWIN_OBJS): CFLAGS += -O3 -fopenmp -fvisibility=hidden
+# threads, and only the kernels (SIMCUDA_KERNEL) exported. No contraction into FMA: the
+# compiler would fuse differently in the one- and two-token paths (and in the x86-64-v3
+# clone), and a result must not depend on the batch around it.
+$(KERNELS_TWIN_OBJS): CFLAGS += -O3 -fopenmp -fvisibility=hidden -ffp-contract=off
 
 # -z nodelete: a module unload (dlclose) must not unmap code that libgomp's idle worker
 # threads still sit in.
