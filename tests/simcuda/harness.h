@@ -169,7 +169,7 @@ bool driver_completes_work_at_submission(void);
 int run_pending_work_group(const char *name, const struct CMUnitTest *tests, size_t n_tests,
                            CMFixtureFunction setup, CMFixtureFunction teardown);
 
-/* Reads a uint32 another agent (a kernel) may write. */
+/* Reads a uint32 the device side (a kernel) may write. */
 uint32_t load_u32(const void *p);
 
 void sleep_ms(unsigned ms);
