@@ -201,6 +201,9 @@ CUresult sim_current_context_locked(sim_context **ctx);
 /* Lock held: a stream handle (NULL, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD or a live
  * stream) resolved to a stream object, or NULL for the default stream. */
 CUresult sim_stream_resolve(CUstream handle, sim_stream **stream);
+/* Lock not held: a current context and a valid stream handle; *stream (may be NULL) as
+ * sim_stream_resolve gives it. */
+CUresult sim_stream_enter(CUstream handle, sim_stream **stream);
 
 /* Device memory accounting against SIMCUDA_MEM (lock held). */
 bool sim_device_reserve(size_t bytes);

@@ -172,20 +172,9 @@ SIM_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytes, unsigned 
 
 /* ---------------------------------------------------------------- memory pools */
 
-static CUresult stream_check(CUstream stream)
-{
-    sim_lock();
-    sim_stream *resolved;
-    CUresult result = sim_current_context_locked(NULL);
-    if (result == CUDA_SUCCESS)
-        result = sim_stream_resolve(stream, &resolved);
-    sim_unlock();
-    return result;
-}
-
 static CUresult alloc_async(CUdeviceptr *dptr, size_t bytes, CUstream stream)
 {
-    CUresult result = stream_check(stream);
+    CUresult result = sim_stream_enter(stream, NULL);
     if (result != CUDA_SUCCESS)
         return result;
     return sim_device_alloc(dptr, bytes, false, sim.default_pool);
@@ -193,7 +182,7 @@ static CUresult alloc_async(CUdeviceptr *dptr, size_t bytes, CUstream stream)
 
 static CUresult alloc_from_pool(CUdeviceptr *dptr, size_t bytes, CUmemoryPool pool, CUstream stream)
 {
-    CUresult result = stream_check(stream);
+    CUresult result = sim_stream_enter(stream, NULL);
     if (result != CUDA_SUCCESS)
         return result;
     sim_lock();
@@ -206,7 +195,7 @@ static CUresult alloc_from_pool(CUdeviceptr *dptr, size_t bytes, CUmemoryPool po
 
 static CUresult free_async(CUdeviceptr dptr, CUstream stream)
 {
-    CUresult result = stream_check(stream);
+    CUresult result = sim_stream_enter(stream, NULL);
     if (result != CUDA_SUCCESS)
         return result;
     return sim_device_free(dptr);

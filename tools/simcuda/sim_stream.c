@@ -22,13 +22,13 @@ CUresult sim_stream_resolve(CUstream handle, sim_stream **stream)
     return CUDA_SUCCESS;
 }
 
-/* Current context and stream, under the lock. */
-static CUresult stream_enter(CUstream handle, sim_stream **stream)
+CUresult sim_stream_enter(CUstream handle, sim_stream **stream)
 {
+    sim_stream *ignored;
     sim_lock();
     CUresult result = sim_current_context_locked(NULL);
     if (result == CUDA_SUCCESS)
-        result = sim_stream_resolve(handle, stream);
+        result = sim_stream_resolve(handle, stream ? stream : &ignored);
     sim_unlock();
     return result;
 }
@@ -102,8 +102,7 @@ SIM_EXPORT CUresult cuStreamDestroy_v2(CUstream handle)
 
 static CUresult stream_synchronize(CUstream handle)
 {
-    sim_stream *stream;
-    return stream_enter(handle, &stream);
+    return sim_stream_enter(handle, NULL);
 }
 
 SIM_EXPORT CUresult cuStreamSynchronize(CUstream handle) { return stream_synchronize(handle); }
@@ -136,7 +135,7 @@ static CUresult stream_get_flags(CUstream handle, unsigned int *flags)
     if (!flags)
         return CUDA_ERROR_INVALID_VALUE;
     sim_stream *stream;
-    CUresult result = stream_enter(handle, &stream);
+    CUresult result = sim_stream_enter(handle, &stream);
     if (result == CUDA_SUCCESS)
         *flags = stream ? stream->flags : 0;
     return result;
@@ -150,7 +149,7 @@ static CUresult stream_get_priority(CUstream handle, int *priority)
     if (!priority)
         return CUDA_ERROR_INVALID_VALUE;
     sim_stream *stream;
-    CUresult result = stream_enter(handle, &stream);
+    CUresult result = sim_stream_enter(handle, &stream);
     if (result == CUDA_SUCCESS)
         *priority = stream ? stream->priority : 0;
     return result;
@@ -178,27 +177,18 @@ static CUresult stream_get_ctx(CUstream handle, CUcontext *pctx)
 SIM_EXPORT CUresult cuStreamGetCtx(CUstream handle, CUcontext *pctx) { return stream_get_ctx(handle, pctx); }
 SIM_EXPORT CUresult cuStreamGetCtx_ptsz(CUstream handle, CUcontext *pctx) { return stream_get_ctx(handle, pctx); }
 
-static void stream_host_func(CUstream handle, CUhostFn fn, void *user_data, CUresult *result)
+static CUresult stream_host_func(CUstream handle, CUhostFn fn, void *user_data)
 {
-    sim_stream *stream;
-    *result = fn ? stream_enter(handle, &stream) : CUDA_ERROR_INVALID_VALUE;
-    if (*result == CUDA_SUCCESS)
+    CUresult result = fn ? sim_stream_enter(handle, NULL) : CUDA_ERROR_INVALID_VALUE;
+    if (result == CUDA_SUCCESS)
         fn(user_data); /* in stream order: everything before it has already run */
+    return result;
 }
 
 SIM_EXPORT CUresult cuLaunchHostFunc(CUstream handle, CUhostFn fn, void *user_data)
-{
-    CUresult result;
-    stream_host_func(handle, fn, user_data, &result);
-    return result;
-}
-
+{ return stream_host_func(handle, fn, user_data); }
 SIM_EXPORT CUresult cuLaunchHostFunc_ptsz(CUstream handle, CUhostFn fn, void *user_data)
-{
-    CUresult result;
-    stream_host_func(handle, fn, user_data, &result);
-    return result;
-}
+{ return stream_host_func(handle, fn, user_data); }
 
 /* ---------------------------------------------------------------- events */
 
