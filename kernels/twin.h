@@ -9,7 +9,8 @@
  * it reads and writes with `touch` (an expression over launch and args, usually
  * tm_touch_<family>(launch, &args, ...) from twin_touch.c), and then calls
  * body(args.out, args.x, ...). A refused launch writes nothing and prints one line
- * to stderr per kernel name.
+ * to stderr per kernel name. It also exports the family's parameter layout
+ * (SIMCUDA_KERNEL_PARAMS), so simcuda copies the arguments at launch.
  *
  * A new kernel of an existing family passes that family's touch function (with its
  * weight or KV type); a new family adds one tm_touch_<family> below and in twin_touch.c.
@@ -47,7 +48,10 @@ void tm_touch_softmax(const simcuda_launch *l, const struct tm_args_softmax *a);
 void tm_touch_argmax(const simcuda_launch *l, const struct tm_args_argmax *a);
 void tm_touch_absmax(const simcuda_launch *l, const struct tm_args_absmax *a);
 
+#define TM_P_SIMCUDA_PARAM(type, name) SIMCUDA_PARAM(type),
+
 #define TM_TWIN(name, family, geom, body, check, touch)                                 \
+    SIMCUDA_KERNEL_PARAMS(name, TM_PARAMS_##family(TM_P_SIMCUDA_PARAM));                \
     SIMCUDA_KERNEL(name) {                                                              \
         static int reported;                                                            \
         struct tm_args_##family args;                                                   \

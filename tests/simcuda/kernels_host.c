@@ -11,6 +11,14 @@
 
 SIMCUDA_MODULE();
 
+/* Parameter layouts (simcuda copies kernelParams at launch from these). */
+SIMCUDA_KERNEL_PARAMS(probe, SIMCUDA_PARAM(struct probe_record *), SIMCUDA_PARAM(int32_t), SIMCUDA_PARAM(double),
+                      SIMCUDA_PARAM(uint8_t), SIMCUDA_PARAM(struct probe_triple));
+SIMCUDA_KERNEL_PARAMS(fill_u32, SIMCUDA_PARAM(uint32_t *), SIMCUDA_PARAM(uint32_t), SIMCUDA_PARAM(uint32_t));
+SIMCUDA_KERNEL_PARAMS(gate, SIMCUDA_PARAM(uint32_t *), SIMCUDA_PARAM(uint32_t *), SIMCUDA_PARAM(uint64_t));
+SIMCUDA_KERNEL_PARAMS(touch_declare, SIMCUDA_PARAM(const void *), SIMCUDA_PARAM(uint64_t), SIMCUDA_PARAM(int32_t),
+                      SIMCUDA_PARAM(double));
+
 SIMCUDA_KERNEL(probe)
 {
     struct probe_record *out = SIMCUDA_ARG(launch, 0, struct probe_record *);

@@ -62,4 +62,5 @@ $(O)/tests/simcuda_only: $(SIMCUDA_ONLY_OBJS) $(SIMCUDA_TEST_LIB) \
 	$(CC) $(CFLAGS) $(LDFLAGS) $(SIMCUDA_ONLY_OBJS) -o $@ $(SIMCUDA_TEST_LINK)
 
 TEST_PROGS   += $(O)/tests/simcuda_conformance $(O)/tests/simcuda_only
-TEST_SCRIPTS += $(SIMCUDA_TEST_DIR)/test_gpu_build.sh $(SIMCUDA_TEST_DIR)/test_touch_probe.sh
+TEST_SCRIPTS += $(SIMCUDA_TEST_DIR)/test_gpu_build.sh $(SIMCUDA_TEST_DIR)/test_touch_probe.sh \
+                $(SIMCUDA_TEST_DIR)/test_async.sh

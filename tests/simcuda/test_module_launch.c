@@ -270,6 +270,24 @@ static void launch_on_implicit_streams(void **state)
  * are specified with both kernelParams and extra"; a grid or block outside the device's
  * limits (CU_DEVICE_ATTRIBUTE_MAX_*) is an invalid launch configuration. A refused launch
  * runs nothing. */
+/* cuFuncGetParamInfo (CUDA 12.4): "Returns the offset and size of a kernel parameter in
+ * the device-side parameter layout"; probe(struct probe_record *, int32_t, double,
+ * uint8_t, struct probe_triple) packs each at its natural alignment. An index past the
+ * last parameter is CUDA_ERROR_INVALID_VALUE. */
+static void func_get_param_info(void **state)
+{
+    (void)state;
+    static const size_t want_offset[] = {0, 8, 16, 24, 28}, want_size[] = {8, 4, 8, 1, 12};
+    for (size_t i = 0; i < 5; i++) {
+        size_t offset = 99, size = 99;
+        assert_cu_ok(cuFuncGetParamInfo(tm.probe, i, &offset, &size));
+        assert_int_equal(offset, want_offset[i]);
+        assert_int_equal(size, want_size[i]);
+    }
+    size_t offset, size;
+    assert_cu(cuFuncGetParamInfo(tm.probe, 5, &offset, &size), CUDA_ERROR_INVALID_VALUE);
+}
+
 static void launch_rejects_bad_configurations(void **state)
 {
     (void)state;
@@ -354,6 +372,7 @@ int run_module_launch_tests(void)
         conformance_test(module_get_function_errors),
         conformance_test(launch_passes_geometry_and_arguments),
         conformance_test(launch_on_implicit_streams),
+        conformance_test(func_get_param_info),
         conformance_test(launch_rejects_bad_configurations),
         conformance_test(launch_needs_a_context),
     };

@@ -278,12 +278,13 @@ SIM_EXPORT CUresult cuCtxPopCurrent_v2(CUcontext *pctx)
     return CUDA_SUCCESS;
 }
 
-/* Work runs at submission, so every context is always idle; the host clock moves to the
- * end of the device's simulated work. */
+/* Waits for every stream's queued work (SIMCUDA_ASYNC); the host clock moves to the end
+ * of the device's simulated work. */
 static CUresult ctx_synchronized(CUresult result)
 {
     if (result == CUDA_SUCCESS) {
         sim_lock();
+        sim_async_wait_all();
         sim_time_synchronize(sim_time_device_done());
         sim_unlock();
     }

@@ -47,6 +47,7 @@ typedef struct sim_config {
     int cxl_nodes[SIM_MAX_NUMA_NODES];      /* SIMCUDA_CXL_NODES */
     int cxl_node_count;
     bool host_time;                         /* SIMCUDA_HOST_TIME */
+    bool async;                             /* SIMCUDA_ASYNC: streams run on worker threads */
 } sim_config;
 
 /* Parses the SIMCUDA_* environment; on a bad value prints one line naming it. */
@@ -79,12 +80,20 @@ typedef struct sim_context {
     unsigned long long id;
 } sim_context;
 
+typedef struct sim_op sim_op;
+
 typedef struct sim_stream {
     sim_object obj;
     sim_context *ctx;
     unsigned int flags;
     int priority;
     double clock_ns;        /* simulated: when its last operation ends (sim_time.h) */
+    /* SIMCUDA_ASYNC: work queued for the stream's worker thread (sim_async.c) */
+    sim_op *head, *tail;
+    int pending;            /* operations queued or running */
+    bool has_worker;
+    bool destroyed;         /* the handle is gone; the worker frees the stream when idle */
+    pthread_cond_t wake;    /* the worker waits here for work */
 } sim_stream;
 
 typedef struct sim_event {
@@ -93,6 +102,10 @@ typedef struct sim_event {
     unsigned int flags;
     bool recorded;
     double when_ns;         /* simulated: when the work it captured ends */
+    uint64_t records;       /* cuEventRecord calls so far */
+    uint64_t records_done;  /* of those, the ones whose work completed */
+    int op_refs;            /* queued operations that point at it */
+    bool destroyed;         /* the handle is gone; freed when op_refs drops to 0 */
 } sim_event;
 
 typedef struct sim_function sim_function;
@@ -109,6 +122,7 @@ struct sim_function {
     sim_object obj;
     sim_module *module;
     simcuda_kernel_fn *entry;
+    const simcuda_params *params; /* its SIMCUDA_KERNEL_PARAMS, or NULL */
     int max_dynamic_shared;
     sim_function *next;
     char name[];
@@ -191,6 +205,9 @@ typedef struct sim_state {
     /* bytes moved by copies, by destination and source location */
     uint64_t copy_bytes[SIM_LOC_COUNT][SIM_LOC_COUNT];  /* [dst][src], sim_location */
     uint64_t launches;
+    int async_pending;          /* operations queued or running on worker threads */
+    int async_blocking_pending; /* of those, on blocking streams (the legacy stream waits) */
+    pthread_cond_t async_done;  /* broadcast whenever a queued operation completes */
 } sim_state;
 
 extern sim_state sim;
@@ -215,6 +232,10 @@ CUresult sim_stream_enter(CUstream handle, sim_stream **stream);
 bool sim_device_reserve(size_t bytes);
 void sim_device_release(size_t bytes);
 
+/* Byte offset of parameter `index` in a packed buffer of the table's layout (index =
+ * count gives the buffer's size). */
+size_t sim_param_offset(const simcuda_params *table, size_t index);
+
 /* Frees every object and allocation owned by a context (lock held). */
 void sim_context_release_resources(sim_context *ctx);
 void sim_memory_release_context(sim_context *ctx);
@@ -227,6 +248,33 @@ CUresult sim_device_free(CUdeviceptr dptr);
 
 /* ---------------------------------------------------------------- execution */
 
+/* One unit of stream work. Submitted, it runs at once on the calling thread (the default
+ * stream, SIMCUDA_ASYNC off, or work that cannot wait: pageable copies, kernels without a
+ * parameter table) or is queued for the stream's worker (sim_async.c). */
+typedef enum sim_op_kind {
+    SIM_OP_COPY, SIM_OP_MEMSET, SIM_OP_LAUNCH, SIM_OP_RECORD, SIM_OP_WAIT, SIM_OP_HOST_FUNC,
+} sim_op_kind;
+
+struct sim_op {
+    sim_op *next;
+    sim_op_kind kind;
+    double submitted_ns;        /* host clock at submission: nothing starts before it */
+    union {
+        struct { void *dst; const void *src; size_t bytes; } copy;
+        struct { void *dst; unsigned int value; size_t element_size, count; } memset;
+        struct {
+            simcuda_kernel_fn *entry;
+            const simcuda_params *table;   /* parameter layout, or NULL */
+            simcuda_launch launch;
+            const char *name;
+            int abi;
+            void *param_copy;              /* queued: [params][values], owned */
+        } launch;
+        struct { sim_event *event; uint64_t record; } event;   /* RECORD, WAIT */
+        struct { CUhostFn fn; void *data; } host;
+    };
+};
+
 /* The one place where device work runs and is charged simulated time (see the header
  * comment and sim_time.h). The stream is already resolved; NULL means the context's
  * default stream. host_waits: a synchronous call (the host clock moves to its end). */
@@ -234,8 +282,31 @@ CUresult sim_exec_copy(sim_stream *stream, void *dst, const void *src, size_t by
 CUresult sim_exec_memset(sim_stream *stream, void *dst, unsigned int value,
                          size_t element_size, size_t count);
 /* `name` is the kernel's function name; abi its module's (1: no cost declarations). */
-void sim_exec_launch(sim_stream *stream, simcuda_kernel_fn *entry, simcuda_launch *launch,
-                     const char *name, int abi);
+CUresult sim_exec_launch(sim_stream *stream, simcuda_kernel_fn *entry, const simcuda_params *table,
+                         simcuda_launch *launch, const char *name, int abi);
+/* Records `event` (lock not held); its op_refs and records were taken under the lock. */
+CUresult sim_exec_event(sim_stream *stream, sim_op_kind kind, sim_event *event, uint64_t record);
+CUresult sim_exec_host_func(sim_stream *stream, CUhostFn fn, void *data);
+/* Runs one operation on the calling thread, lock not held; returns when it ends in
+ * simulated time. */
+double sim_exec_run(sim_stream *stream, sim_op *op);
+
+/* ---------------------------------------------------------------- asynchronous streams */
+
+/* Lock held: queues a copy of *op (and of the launch's parameters) for the stream's
+ * worker. CUDA_ERROR_OUT_OF_MEMORY when it cannot. */
+CUresult sim_async_enqueue(sim_stream *stream, const sim_op *op);
+/* Lock held: wait until the stream's queue is empty (NULL: every blocking stream's, as
+ * the legacy default stream does), or every stream's. */
+void sim_async_wait_stream(const sim_stream *stream);
+void sim_async_wait_all(void);
+/* Lock held: whether the stream (NULL: the legacy stream) still has work. */
+bool sim_async_busy(const sim_stream *stream);
+/* Lock held: a stream's handle is gone; frees it now or when its worker is done. */
+void sim_async_stream_gone(sim_stream *stream);
+/* Lock held: an event's handle is gone, or an operation let go of it: frees it when
+ * nothing points at it any more. */
+void sim_event_release(sim_event *event);
 
 /* ---------------------------------------------------------------- diagnostics */
 

@@ -116,12 +116,14 @@ fail:
     return result;
 }
 
-/* Frees the region of `kind` that starts exactly at p; `missing` when there is none. */
+/* Frees the region of `kind` that starts exactly at p; `missing` when there is none.
+ * Queued work may still use it (SIMCUDA_ASYNC): like cuMemFree on a GPU, it waits. */
 static CUresult destroy_region_at(uintptr_t p, sim_region_kind kind, CUresult missing)
 {
     sim_lock();
     CUresult result = sim_current_context_locked(NULL);
     if (result == CUDA_SUCCESS) {
+        sim_async_wait_all();
         sim_region *region = sim_region_find(TREE_REGIONS, p);
         if (!region || region->kind != kind || region->base != p)
             result = missing;

@@ -226,8 +226,11 @@ SIM_EXPORT CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule handle, cons
             else if (!(function = calloc(1, sizeof *function + length + 1)))
                 result = CUDA_ERROR_OUT_OF_MEMORY;
             else {
+                char symbol[512];
+                snprintf(symbol, sizeof symbol, "simcuda_params_%s", name);
                 function->module = module;
                 function->entry = entry;
+                function->params = module->abi >= 2 ? dlsym(module->library, symbol) : NULL;
                 memcpy(function->name, name, length + 1);
                 function->next = module->functions;
                 module->functions = function;
@@ -312,6 +315,43 @@ SIM_EXPORT CUresult cuFuncGetAttribute(int *value, CUfunction_attribute attribut
     return result;
 }
 
+size_t sim_param_offset(const simcuda_params *table, size_t index)
+{
+    size_t at = 0;
+    for (size_t i = 0; i <= index && i < table->count; i++) {
+        size_t align = table->params[i].align ? table->params[i].align : 1;
+        at = (at + align - 1) / align * align;
+        if (i < index)
+            at += table->params[i].size;
+    }
+    return at;
+}
+
+/* Answers from the module's SIMCUDA_KERNEL_PARAMS table (the real driver reads the
+ * cubin's); offsets follow each parameter's alignment. */
+SIM_EXPORT CUresult cuFuncGetParamInfo(CUfunction handle, size_t index, size_t *offset, size_t *size)
+{
+    if (!offset || !size)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult result = sim_check_init();
+    if (result != CUDA_SUCCESS)
+        return result;
+    sim_lock();
+    sim_function *function = sim_object_find(handle, SIM_FUNCTION);
+    if (!function)
+        result = CUDA_ERROR_INVALID_HANDLE;
+    else if (!function->params)
+        result = sim_not_supported("cuFuncGetParamInfo for a kernel without SIMCUDA_KERNEL_PARAMS");
+    else if (index >= function->params->count)
+        result = CUDA_ERROR_INVALID_VALUE;
+    else {
+        *offset = sim_param_offset(function->params, index);
+        *size = function->params->params[index].size;
+    }
+    sim_unlock();
+    return result;
+}
+
 /* ---------------------------------------------------------------- launches */
 
 static CUresult launch_kernel(CUfunction handle, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
@@ -342,6 +382,7 @@ static CUresult launch_kernel(CUfunction handle, unsigned gx, unsigned gy, unsig
         result = CUDA_ERROR_INVALID_VALUE;
     simcuda_kernel_fn *entry = function ? function->entry : NULL;
     const char *name = function ? function->name : NULL;
+    const simcuda_params *table = function ? function->params : NULL;
     int abi = function ? function->module->abi : 1;
     if (result == CUDA_SUCCESS)
         sim.launches++;
@@ -355,8 +396,7 @@ static CUresult launch_kernel(CUfunction handle, unsigned gx, unsigned gy, unsig
         .stream = stream_handle,
         .params = params,
     };
-    sim_exec_launch(stream, entry, &launch, name, abi);
-    return CUDA_SUCCESS;
+    return sim_exec_launch(stream, entry, table, &launch, name, abi);
 }
 
 SIM_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,

@@ -12,7 +12,7 @@
 
 #include "tools/simcuda/sim_internal.h"
 
-sim_state sim = { .lock = PTHREAD_MUTEX_INITIALIZER };
+sim_state sim = { .lock = PTHREAD_MUTEX_INITIALIZER, .async_done = PTHREAD_COND_INITIALIZER };
 
 /* ---------------------------------------------------------------- diagnostics */
 
@@ -173,7 +173,7 @@ CUresult sim_config_load(sim_config *config)
         return CUDA_ERROR_INVALID_VALUE;
     }
     config->host_time = true;
-    if (!switch_setting("SIMCUDA_HOST_TIME", &config->host_time))
+    if (!switch_setting("SIMCUDA_HOST_TIME", &config->host_time) || !switch_setting("SIMCUDA_ASYNC", &config->async))
         return CUDA_ERROR_INVALID_VALUE;
     if (!sim_profile_load(&config->profile, lookup_environment))
         return CUDA_ERROR_INVALID_VALUE;
@@ -357,6 +357,7 @@ static void after_fork_in_child(void)
     if (sim.initialized)
         sim.forked_after_init = true;
     pthread_mutex_init(&sim.lock, NULL);
+    pthread_cond_init(&sim.async_done, NULL);
 }
 
 __attribute__((constructor)) static void sim_load(void)

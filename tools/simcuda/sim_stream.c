@@ -2,7 +2,9 @@
  *
  * Work submitted to a stream runs before the submitting call returns (sim_exec.c), so
  * every stream is always idle: a query answers CUDA_SUCCESS and an event is complete as
- * soon as it is recorded. Time is simulated (sim_time.h): an event records when the
+ * soon as it is recorded. With SIMCUDA_ASYNC=1 work is queued for worker threads
+ * (sim_async.c): queries answer CUDA_ERROR_NOT_READY while it is pending, synchronising
+ * waits for it, and event records and waits are stream operations. Time is simulated (sim_time.h): an event records when the
  * work before it ends, cuEventElapsedTime answers the simulated milliseconds between
  * two, synchronising moves the host clock to the end of what it waited for, and
  * cuStreamWaitEvent moves the stream's clock to the event's. */
@@ -94,11 +96,12 @@ SIM_EXPORT CUresult cuStreamDestroy_v2(CUstream handle)
         stream = sim_object_find(handle, SIM_STREAM);
         if (!stream)
             result = CUDA_ERROR_INVALID_HANDLE;
-        else
+        else {
             sim_object_remove(&stream->obj);
+            sim_async_stream_gone(stream); /* pending work still runs, then it is freed */
+        }
     }
     sim_unlock();
-    free(stream);
     return result;
 }
 
@@ -108,7 +111,21 @@ static CUresult stream_synchronize(CUstream handle)
     CUresult result = sim_stream_enter(handle, &stream);
     if (result == CUDA_SUCCESS) {
         sim_lock();
+        sim_async_wait_stream(stream);
         sim_time_synchronize(sim_time_stream_done(stream));
+        sim_unlock();
+    }
+    return result;
+}
+
+static CUresult stream_query(CUstream handle)
+{
+    sim_stream *stream;
+    CUresult result = sim_stream_enter(handle, &stream);
+    if (result == CUDA_SUCCESS) {
+        sim_lock();
+        if (sim_async_busy(stream))
+            result = CUDA_ERROR_NOT_READY;
         sim_unlock();
     }
     return result;
@@ -116,8 +133,8 @@ static CUresult stream_synchronize(CUstream handle)
 
 SIM_EXPORT CUresult cuStreamSynchronize(CUstream handle) { return stream_synchronize(handle); }
 SIM_EXPORT CUresult cuStreamSynchronize_ptsz(CUstream handle) { return stream_synchronize(handle); }
-SIM_EXPORT CUresult cuStreamQuery(CUstream handle) { return sim_stream_enter(handle, NULL); }
-SIM_EXPORT CUresult cuStreamQuery_ptsz(CUstream handle) { return sim_stream_enter(handle, NULL); }
+SIM_EXPORT CUresult cuStreamQuery(CUstream handle) { return stream_query(handle); }
+SIM_EXPORT CUresult cuStreamQuery_ptsz(CUstream handle) { return stream_query(handle); }
 
 static CUresult stream_wait_event(CUstream handle, CUevent event_handle, unsigned int flags)
 {
@@ -131,10 +148,13 @@ static CUresult stream_wait_event(CUstream handle, CUevent event_handle, unsigne
     sim_event *event = result == CUDA_SUCCESS ? sim_object_find(event_handle, SIM_EVENT) : NULL;
     if (result == CUDA_SUCCESS && !event)
         result = CUDA_ERROR_INVALID_HANDLE;
-    if (result == CUDA_SUCCESS && event->recorded)
-        sim_time_advance(stream, event->when_ns);
+    /* An event never recorded captures no work: nothing to wait for. */
+    bool wait = result == CUDA_SUCCESS && event->recorded;
+    uint64_t record = wait ? event->records : 0;
+    if (wait)
+        event->op_refs++;
     sim_unlock();
-    return result;
+    return wait ? sim_exec_event(stream, SIM_OP_WAIT, event, record) : result;
 }
 
 SIM_EXPORT CUresult cuStreamWaitEvent(CUstream handle, CUevent event, unsigned int flags)
@@ -191,10 +211,9 @@ SIM_EXPORT CUresult cuStreamGetCtx_ptsz(CUstream handle, CUcontext *pctx) { retu
 
 static CUresult stream_host_func(CUstream handle, CUhostFn fn, void *user_data)
 {
-    CUresult result = fn ? sim_stream_enter(handle, NULL) : CUDA_ERROR_INVALID_VALUE;
-    if (result == CUDA_SUCCESS)
-        fn(user_data); /* in stream order: everything before it has already run */
-    return result;
+    sim_stream *stream;
+    CUresult result = fn ? sim_stream_enter(handle, &stream) : CUDA_ERROR_INVALID_VALUE;
+    return result == CUDA_SUCCESS ? sim_exec_host_func(stream, fn, user_data) : result;
 }
 
 SIM_EXPORT CUresult cuLaunchHostFunc(CUstream handle, CUhostFn fn, void *user_data)
@@ -240,11 +259,13 @@ SIM_EXPORT CUresult cuEventDestroy_v2(CUevent handle)
         event = sim_object_find(handle, SIM_EVENT);
         if (!event)
             result = CUDA_ERROR_INVALID_HANDLE;
-        else
+        else {
             sim_object_remove(&event->obj);
+            event->destroyed = true; /* does not wait for work that would complete it */
+            sim_event_release(event);
+        }
     }
     sim_unlock();
-    free(event);
     return result;
 }
 
@@ -261,13 +282,14 @@ static CUresult event_record(CUevent handle, CUstream stream_handle, unsigned in
     sim_event *event = result == CUDA_SUCCESS ? sim_object_find(handle, SIM_EVENT) : NULL;
     if (result == CUDA_SUCCESS && (!event || event->ctx != (stream ? stream->ctx : ctx)))
         result = CUDA_ERROR_INVALID_HANDLE; /* event and stream must share a context */
+    uint64_t record = 0;
     if (result == CUDA_SUCCESS) {
-        sim_time_host_enter();
-        event->when_ns = sim_time_ready(stream);
         event->recorded = true;
+        record = ++event->records;
+        event->op_refs++;
     }
     sim_unlock();
-    return result;
+    return result == CUDA_SUCCESS ? sim_exec_event(stream, SIM_OP_RECORD, event, record) : result;
 }
 
 SIM_EXPORT CUresult cuEventRecord(CUevent event, CUstream stream) { return event_record(event, stream, 0); }
@@ -277,6 +299,12 @@ SIM_EXPORT CUresult cuEventRecordWithFlags(CUevent event, CUstream stream, unsig
 SIM_EXPORT CUresult cuEventRecordWithFlags_ptsz(CUevent event, CUstream stream, unsigned int flags)
 { return event_record(event, stream, flags); }
 
+/* Lock held: the work of the event's last record is done. */
+static bool event_complete(const sim_event *event)
+{
+    return event->records_done == event->records;
+}
+
 /* wait: cuEventSynchronize (the host clock moves to the event's time), else a query. */
 static CUresult event_check(CUevent handle, bool wait)
 {
@@ -285,8 +313,17 @@ static CUresult event_check(CUevent handle, bool wait)
     sim_event *event = result == CUDA_SUCCESS ? sim_object_find(handle, SIM_EVENT) : NULL;
     if (result == CUDA_SUCCESS && !event)
         result = CUDA_ERROR_INVALID_HANDLE;
-    if (result == CUDA_SUCCESS && wait && event->recorded)
-        sim_time_synchronize(event->when_ns);
+    if (result == CUDA_SUCCESS && wait) {
+        event->op_refs++; /* a destroy from another thread must not free it under us */
+        while (!event_complete(event))
+            pthread_cond_wait(&sim.async_done, &sim.lock);
+        event->op_refs--;
+        if (event->recorded)
+            sim_time_synchronize(event->when_ns);
+        sim_event_release(event);
+    } else if (result == CUDA_SUCCESS && !event_complete(event)) {
+        result = CUDA_ERROR_NOT_READY;
+    }
     sim_unlock();
     return result;
 }
@@ -309,6 +346,8 @@ static CUresult event_elapsed(float *ms, CUevent start_handle, CUevent end_handl
         result = CUDA_ERROR_INVALID_HANDLE;
     } else if (!start->recorded || !end->recorded) {
         result = CUDA_ERROR_INVALID_HANDLE;
+    } else if (!event_complete(start) || !event_complete(end)) {
+        result = CUDA_ERROR_NOT_READY;
     } else {
         *ms = (float)((end->when_ns - start->when_ns) / 1e6);
     }
@@ -329,10 +368,11 @@ void sim_stream_release_context(sim_context *ctx)
     HASH_ITER(hh, sim.objects, object, next) {
         if (object->kind == SIM_STREAM && ((sim_stream *)object)->ctx == ctx) {
             sim_object_remove(object);
-            free(object);
+            sim_async_stream_gone((sim_stream *)object);
         } else if (object->kind == SIM_EVENT && ((sim_event *)object)->ctx == ctx) {
             sim_object_remove(object);
-            free(object);
+            ((sim_event *)object)->destroyed = true;
+            sim_event_release((sim_event *)object);
         }
     }
 }

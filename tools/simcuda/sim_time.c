@@ -136,9 +136,9 @@ double sim_time_stream_done(const sim_stream *stream)
     return blocking(stream) ? fmax(stream->clock_ns, tm.default_ns) : stream->clock_ns;
 }
 
-double sim_time_ready(const sim_stream *stream)
+double sim_time_ready(const sim_stream *stream, double submitted)
 {
-    return fmax(tm.host_ns, sim_time_stream_done(stream));
+    return fmax(submitted, sim_time_stream_done(stream));
 }
 
 double sim_time_device_done(void)
@@ -215,9 +215,9 @@ static double copy_piece(double earliest, sim_location dst, sim_location src, ui
     return link_copy(true, earliest, bytes, p->h2d_gbps);
 }
 
-double sim_time_copy(sim_stream *stream, uintptr_t dst, uintptr_t src, uint64_t bytes)
+double sim_time_copy(sim_stream *stream, double submitted, uintptr_t dst, uintptr_t src, uint64_t bytes)
 {
-    double start = sim_time_ready(stream) + sim.config.profile.copy_us * 1e3;
+    double start = sim_time_ready(stream, submitted) + sim.config.profile.copy_us * 1e3;
     double end = start;
     /* Pieces run one after the other: one copy engine per direction. */
     while (bytes > 0) {
@@ -240,10 +240,10 @@ double sim_time_copy(sim_stream *stream, uintptr_t dst, uintptr_t src, uint64_t 
 
 /* ---------------------------------------------------------------- kernels */
 
-double sim_time_kernel(sim_stream *stream, const sim_cost *cost, double overhead_us)
+double sim_time_kernel(sim_stream *stream, double submitted, const sim_cost *cost, double overhead_us)
 {
     const sim_profile *p = &sim.config.profile;
-    double start = sim_time_ready(stream) + overhead_us * 1e3;
+    double start = sim_time_ready(stream, submitted) + overhead_us * 1e3;
     double end = start;
     if (!cost || !cost->declared) {
         tm.v1_launches += cost == NULL;

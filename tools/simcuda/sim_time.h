@@ -115,8 +115,9 @@ void sim_time_host_wait(double t);
 /* A host synchronisation call: enter, wait until `t`, leave. */
 void sim_time_synchronize(double t);
 
-/* When the next operation on `stream` (NULL: the default stream) may start. */
-double sim_time_ready(const struct sim_stream *stream);
+/* When an operation submitted to `stream` (NULL: the default stream) at host time
+ * `submitted` may start. */
+double sim_time_ready(const struct sim_stream *stream, double submitted);
 /* When everything submitted to `stream` so far is done (what an event recorded now
  * captures). */
 double sim_time_stream_done(const struct sim_stream *stream);
@@ -128,12 +129,12 @@ void sim_time_advance(struct sim_stream *stream, double t);
 /* Occupies `resource` for `ns` from no earlier than `earliest`; returns when it ends. */
 double sim_time_occupy(sim_resource resource, double earliest, double ns);
 
-/* Charges a copy of `bytes` from src to dst on `stream`, split by location; returns
- * when it ends. */
-double sim_time_copy(struct sim_stream *stream, uintptr_t dst, uintptr_t src, uint64_t bytes);
+/* Charges a copy of `bytes` from src to dst on `stream`, submitted at host time
+ * `submitted`, split by location; returns when it ends. */
+double sim_time_copy(struct sim_stream *stream, double submitted, uintptr_t dst, uintptr_t src, uint64_t bytes);
 /* Charges a kernel (or memset) that touched *cost on `stream` (cost NULL: an ABI 1
  * kernel, overhead only); overhead_us is the profile's launch or copy overhead. */
-double sim_time_kernel(struct sim_stream *stream, const sim_cost *cost, double overhead_us);
+double sim_time_kernel(struct sim_stream *stream, double submitted, const sim_cost *cost, double overhead_us);
 
 /* Lines for the SIMCUDA_LOG=info exit summary. */
 void sim_time_summary(void);

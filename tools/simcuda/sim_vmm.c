@@ -349,6 +349,7 @@ SIM_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
     if (size == 0)
         return CUDA_ERROR_INVALID_VALUE;
     sim_lock();
+    sim_async_wait_all(); /* queued work may still read the mapping (SIMCUDA_ASYNC) */
     int count;
     result = whole_mappings((uintptr_t)ptr, size, NULL, &count);
     for (uintptr_t at = ptr; result == CUDA_SUCCESS && at < (uintptr_t)ptr + size;) {

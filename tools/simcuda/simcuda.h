@@ -24,6 +24,11 @@
  * would really read: the rows of a table it gathers, not the whole table.
  * Modules of ABI 1 keep working; their launches are charged the launch overhead only.
  *
+ * A kernel may also publish its parameter layout with SIMCUDA_KERNEL_PARAMS (ABI 2): then
+ * simcuda copies kernelParams at launch, as a GPU driver does, so the launch can run
+ * later on an asynchronous stream (SIMCUDA_ASYNC=1), and cuFuncGetParamInfo answers from
+ * it. A kernel without it runs at submission, in stream order.
+ *
  * Every declared range fires the USDT probe simcuda:touch (also for copies and memsets:
  * the source as a read, the destination as a write), the ground-truth access trace:
  *   arg1  uint64      device address of the range start
@@ -54,8 +59,10 @@ struct simcuda_launch {
     simcuda_dim3 block;             /* blockDimX/Y/Z as passed */
     unsigned int shared_mem_bytes;  /* dynamic shared memory requested */
     void *stream;                   /* the CUstream of the launch (opaque here) */
-    void **params;                  /* kernelParams exactly as the caller passed them:
-                                     * params[i] points at the i-th argument's value */
+    void **params;                  /* kernelParams exactly as the caller passed them
+                                     * (a copy taken at launch when the launch waits in
+                                     * an asynchronous stream's queue): params[i]
+                                     * points at the i-th argument's value */
     /* ABI 2: what the launch touches (call through the helpers below). */
     void (*touch)(const simcuda_launch *launch, const void *start, uint64_t bytes, int is_write);
     void (*flops)(const simcuda_launch *launch, double flops);
@@ -85,6 +92,26 @@ static inline void simcuda_flops(const simcuda_launch *launch, double flops)
     if (launch->flops)
         launch->flops(launch, flops);
 }
+
+/* One kernel parameter: its size and alignment (SIMCUDA_PARAM(type) fills both). */
+typedef struct simcuda_param {
+    uint32_t size;
+    uint32_t align;
+} simcuda_param;
+
+typedef struct simcuda_params {
+    uint32_t count;
+    const simcuda_param *params;  /* [count], in launch order */
+} simcuda_params;
+
+#define SIMCUDA_PARAM(type) { sizeof(type), _Alignof(type) }
+
+/* Exports the parameter layout of kernel `name` (the symbol simcuda_params_<name>), e.g.
+ * SIMCUDA_KERNEL_PARAMS(fill, SIMCUDA_PARAM(uint32_t *), SIMCUDA_PARAM(uint32_t)). */
+#define SIMCUDA_KERNEL_PARAMS(name, ...)                                                    \
+    static const simcuda_param simcuda_param_list_##name[] = { __VA_ARGS__ };               \
+    __attribute__((visibility("default"))) const simcuda_params simcuda_params_##name = {   \
+        sizeof simcuda_param_list_##name / sizeof(simcuda_param), simcuda_param_list_##name }
 
 /* Put once in a kernel library: marks it as a simcuda module of this ABI version. */
 #define SIMCUDA_MODULE() \
