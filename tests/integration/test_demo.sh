@@ -17,6 +17,10 @@ check "the engine alone fails with out of device memory" grep -q 'error: out of 
 check "the tiered run equals the reference" grep -qE 'identical to the reference: 32 of 32 tokens' "$out"
 check "memory is shown per tier" grep -qE '^ +cxl +node 1 +[0-9.]+ MiB of' "$out"
 check "the KV pool is shown under both views" grep -qE 'TIERMEM_MEMINFO=virtual +[0-9]+ blocks' "$out"
+check "simulated step times are shown, the tiered one slower than all-HBM" awk '
+  /all of it in HBM/ { for (i = 1; i <= NF; i++) if ($i == "ms") r = $(i - 1) }
+  /x the all-HBM step/ { for (i = 1; i <= NF; i++) if ($i == "ms") t = $(i - 1) }
+  END { print "# all-HBM " r " ms, tiered " t " ms"; exit !(r > 0 && t > r) }' "$out"
 check "stories260K writes readable text under tiermem" grep -q 'with tiermem: Once upon a time, there was a little girl' "$out"
 [ "$_tap_failed" -eq 0 ] || cat "$out"
 done_testing

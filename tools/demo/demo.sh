@@ -34,6 +34,9 @@ done
 # find the real one; node 1 exists for HOST_NUMA allocations even on a one-node machine.
 export LD_LIBRARY_PATH=$B/lib/simcuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export SIMCUDA_NUMA_NODES=0,1
+# simcuda's time model: node 1 is charged as CXL memory, and host code costs no simulated
+# time, so the simulated figures repeat from run to run (profile h200-pcie5).
+export SIMCUDA_CXL_NODES=1 SIMCUDA_HOST_TIME=0
 tiering=(TIERMEM_CXL_NODE=1 TIERMEM_CXL_LIMIT=$cxl_limit TIERMEM_DDR_NODE=0 TIERMEM_DDR_LIMIT=$ddr_limit
          TIERMEM_HBM_RESERVE=$hbm_reserve)
 
@@ -85,7 +88,9 @@ say "[2/4] Reference: the same run on a device that holds everything (SIMCUDA_ME
 run_llm "$work/reference.log" SIMCUDA_MEM=$big_device_mem -- -m "$model" -p "$prompt" -n $tokens -v ||
   { tail -n 5 "$work/reference.log"; exit 1; }
 reference_ids=$(ids_of "$work/reference.log")
+reference_step=$(grep 'summary:' "$work/reference.log" | field sim_decode_step_ms)
 say "      generated ids: $reference_ids"
+say "      simulated on an H200 (PCIe 5): $reference_step ms per decode step, all of it in HBM"
 say
 
 # ------------------------------------------------------------------ 3. with tiermem
@@ -104,7 +109,11 @@ else
   say "      DIFFERENT from the reference ($same of $tokens tokens agree)"; exit 1
 fi
 summary=$(grep 'summary:' "$work/tiered.log")
-say "      decode $(field decode_tok_s <<<"$summary") tokens/s on simcuda's host kernels"
+say "      decode $(field decode_tok_s <<<"$summary") tokens/s on simcuda's host kernels (wall clock)"
+tiered_step=$(field sim_decode_step_ms <<<"$summary")
+say "      simulated on an H200 (PCIe 5): $tiered_step ms per decode step ($(field sim_decode_tok_s <<<"$summary") tokens/s)," \
+    "$(awk -v t="$tiered_step" -v r="$reference_step" 'BEGIN { printf "%.1f", t / r }')x the all-HBM step:" \
+    "what spills is read over the link"
 say "      where its memory went (peak per tier, read from the stats region with tiermem-stat --json):"
 "$stat" --json "$stats" | awk -F'[:,{}"]+' '/"name":/ {
     for (i = 1; i < NF; i++) v[$i] = $(i + 1)
