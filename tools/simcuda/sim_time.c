@@ -303,7 +303,7 @@ void sim_time_summary(void)
         if (tm.res[r].busy_ns > 0)
             sim_info("exit: %s busy %.3f ms (%.1f%% of simulated time)", resource_names[r], tm.res[r].busy_ns / 1e6,
                      total > 0 ? 100.0 * tm.res[r].busy_ns / total : 0.0);
-    sim_info("exit: %llu kernel launches charged the roofline of what they declared",
+    sim_info("exit: %llu kernels and memsets charged the roofline of what they touched",
              (unsigned long long)tm.declared_launches);
     if (tm.v1_launches)
         sim_info("exit: %llu kernel launches of ABI 1 modules were charged the launch overhead only (they declare "
