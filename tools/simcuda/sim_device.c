@@ -28,7 +28,9 @@ SIM_EXPORT CUresult cuInit(unsigned int flags)
             sim.primary = &primary;
             sim.default_pool = &default_pool;
             sim.initialized = true;
-            sim_info("device memory %zu MiB, HOST_NUMA nodes %d%s", sim.config.device_capacity >> 20,
+            sim_info("device memory %zu MiB%s, HOST_NUMA nodes %d%s", sim.config.device_capacity >> 20,
+                     sim.config.capacity_default ? " (SIMCUDA_MEM unset: 16 GiB or half the host's memory, the less)"
+                                                 : "",
                      sim.config.numa_node_count, sim.config.host_numa_vmm ? "" : " (HOST_NUMA VMM off)");
         }
     } else if (!sim.initialized) {

@@ -38,6 +38,7 @@
 
 typedef struct sim_config {
     size_t device_capacity;                 /* SIMCUDA_MEM */
+    bool capacity_default;                  /* SIMCUDA_MEM unset: 16 GiB or half the host's memory */
     int numa_nodes[SIM_MAX_NUMA_NODES];     /* HOST_NUMA ids cuMemCreate accepts */
     int numa_node_count;
     bool host_numa_vmm;                     /* SIMCUDA_HOST_NUMA_VMM */

@@ -116,6 +116,17 @@ static bool parse_node_list(const char *text, sim_config *config)
     return config->numa_node_count > 0;
 }
 
+/* 16 GiB, or half the host's memory when that is less: programs that size buffers from
+ * free device memory must not be handed more than the host can back. */
+static size_t default_capacity(void)
+{
+    size_t capacity = (size_t)16 << 30;
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages > 0 && page > 0 && (size_t)pages * (size_t)page / 2 < capacity)
+        capacity = (size_t)pages * (size_t)page / 2 / SIM_GRANULARITY * SIM_GRANULARITY;
+    return capacity;
+}
+
 static void host_numa_nodes(sim_config *config)
 {
     config->numa_node_count = 0;
@@ -131,14 +142,18 @@ static void host_numa_nodes(sim_config *config)
 CUresult sim_config_load(sim_config *config)
 {
     memset(config, 0, sizeof *config);
-    config->device_capacity = (size_t)16 << 30;
+    config->device_capacity = default_capacity();
+    config->capacity_default = true;
     config->host_numa_vmm = true;
     host_numa_nodes(config);
 
     const char *value;
-    if ((value = getenv("SIMCUDA_MEM")) && *value && !parse_size(value, &config->device_capacity)) {
-        sim_log("SIMCUDA_MEM='%s' is not a size (accepts bytes, or a number with K, M, G or T, e.g. 512M)", value);
-        return CUDA_ERROR_INVALID_VALUE;
+    if ((value = getenv("SIMCUDA_MEM")) && *value) {
+        if (!parse_size(value, &config->device_capacity)) {
+            sim_log("SIMCUDA_MEM='%s' is not a size (accepts bytes, or a number with K, M, G or T, e.g. 512M)", value);
+            return CUDA_ERROR_INVALID_VALUE;
+        }
+        config->capacity_default = false;
     }
     if ((value = getenv("SIMCUDA_NUMA_NODES")) && *value && !parse_node_list(value, config)) {
         sim_log("SIMCUDA_NUMA_NODES='%s' is not a node list (accepts comma-separated ids 0-1023, e.g. 0,1)", value);
