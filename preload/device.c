@@ -8,6 +8,7 @@
 #include "preload/discover.h"
 #include "preload/driver.h"
 #include "preload/log.h"
+#include "preload/settings_check.h"
 #include "preload/state.h"
 #include "preload/stats.h"
 
@@ -99,6 +100,7 @@ static bool set_up(CUdevice ordinal)
     device.tiers = found.tiers;
     device.tiers.hbm_reserve = config->hbm_reserve.set ? config->hbm_reserve.bytes
                                                        : tm_default_hbm_reserve(found.tiers.tier[TM_TIER_HBM].limit, chunk);
+    tm_settings_check(config, &device.tiers, chunk);
     device.policy = (tm_policy){
         .kind = config->policy,
         .order = config->order,
