@@ -58,20 +58,27 @@ static uint64_t default_node_limit(int node)
 
 /* Does the driver take HOST_NUMA allocations on `node`? (It may emulate nodes the host
  * lacks, as simcuda does with SIMCUDA_NUMA_NODES.) */
-static bool driver_accepts_node(CUdevice device, int node)
+uint64_t tm_minimum_granularity(CUmemLocationType type, int id)
 {
-    int supported = 0;
-    if (tm_real.cuDeviceGetAttribute(&supported, CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
-                                     device) != CUDA_SUCCESS || !supported)
-        return false;
     CUmemAllocationProp prop;
     memset(&prop, 0, sizeof prop);
     prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-    prop.location.type = CU_MEM_LOCATION_TYPE_HOST_NUMA;
-    prop.location.id = node;
+    prop.location.type = type;
+    prop.location.id = id;
     size_t granularity = 0;
-    return tm_real.cuMemGetAllocationGranularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) ==
-           CUDA_SUCCESS && granularity > 0;
+    if (tm_real.cuMemGetAllocationGranularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) != CUDA_SUCCESS)
+        return 0;
+    return granularity;
+}
+
+/* Does the driver take HOST_NUMA allocations on `node`? (It may emulate nodes the host
+ * lacks, as simcuda does with SIMCUDA_NUMA_NODES.) */
+static bool driver_accepts_node(CUdevice device, int node)
+{
+    int supported = 0;
+    return tm_real.cuDeviceGetAttribute(&supported, CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
+                                        device) == CUDA_SUCCESS && supported &&
+           tm_minimum_granularity(CU_MEM_LOCATION_TYPE_HOST_NUMA, node) > 0;
 }
 
 /* "0,1": the host's nodes, for messages. */
