@@ -62,3 +62,8 @@ bool tm_driver_load(void)
     pthread_once(&load_once, load);
     return __atomic_load_n(&tm_driver_loaded, __ATOMIC_ACQUIRE);
 }
+
+void tm_release_failed(const char *call, CUresult result)
+{
+    tm_log_once(TM_LOG_WARN, "%s failed twice (error %d); that memory may stay allocated", call, (int)result);
+}
