@@ -34,10 +34,16 @@ craft huge 36 '\377\377\377\377'
 out=$("$TIERMEM_STAT" "$SCRATCH/huge" 2>&1); rc=$?
 check_eq "a record capacity of 2^32-1: refused in one line (exit 2)" \
   "$rc $(grep -c 'claims .* records (at most' <<<"$out")" "2 1"
-cp "$R" "$SCRATCH/sparse" && truncate -s 4G "$SCRATCH/sparse"
 craft sparse 36 '\377\377\017\000'
-out=$( (ulimit -v 400000; "$TIERMEM_STAT" "$SCRATCH/sparse") 2>&1); rc=$?
-check_eq "a 4 GiB sparse file claiming 1 M records: refused within 400 MB of address space" "$rc" 2
+truncate -s 4G "$SCRATCH/sparse"
+if [ "${SAN:-0}" = 1 ]; then
+  skip "a 4 GiB sparse file claiming 1 M records: read within 400 MB of address space" \
+    "ASan reserves terabytes of address space, so ulimit -v cannot bound it"
+else
+  out=$( (ulimit -v 400000; "$TIERMEM_STAT" "$SCRATCH/sparse") 2>&1); rc=$?
+  check_eq "a 4 GiB sparse file claiming 1 M records: read within 400 MB of address space" \
+    "$rc $(grep -c '^tiermem: pid' <<<"$out")" "0 1"
+fi
 cp "$R" "$SCRATCH/short" && truncate -s 4000 "$SCRATCH/short"
 check "a truncated region: one line" grep -q 'stats region is truncated' <<<"$("$TIERMEM_STAT" "$SCRATCH/short" 2>&1)"
 
