@@ -16,12 +16,14 @@
 
 #define PREFILL_CHUNK 128       /* prompt tokens per prefill pass */
 #define CALIBRATION_TOKENS 16   /* one matvec-sized pass */
+#define ABSURD_CONTEXT (1 << 24) /* a context_length beyond this is warned about */
 
 typedef struct cli_options {
     const char *model_path, *prompt, *prompts_file, *dump_logits, *driver;
     int32_t n_predict, top_k, block_size, ctx, threads;
     float temperature, top_p;
     double gpu_util;
+    bool gpu_util_given;            /* --gpu-memory-utilization: the pool takes that share, uncapped */
     int64_t kv_blocks;
     uint64_t seed;
     int32_t kv_dtype;
@@ -39,9 +41,11 @@ static void usage(FILE *f)
         "  --seed S                  sampling seed (default 1)\n"
         "  --kv-dtype D              f32, f16, fp8_e4m3 (default) or fp8_e5m2\n"
         "  --block-size B            tokens per KV block (default 16)\n"
-        "  --kv-blocks N             KV pool of exactly N blocks (default: sized from free memory)\n"
-        "  --gpu-memory-utilization F  fraction of free device memory for the KV pool (default 0.9)\n"
-        "  --ctx N                   context length per sequence (default: the model's)\n"
+        "  --kv-blocks N             KV pool of exactly N blocks (default: sized from free memory,\n"
+        "                            at most what the prompts and -n need)\n"
+        "  --gpu-memory-utilization F  fraction of free device memory for the KV pool, uncapped\n"
+        "                            (default 0.9, capped at what the run needs)\n"
+        "  --ctx N                   context length per sequence (default: the prompt and -n)\n"
         "  --prompts-file F          one prompt per line, run as concurrent sequences\n"
         "  --threads N               CPU threads of the host kernels (simcuda)\n"
         "  --dump-logits FILE        write every step's logits: \"step seq logit0 logit1 ...\"\n"
@@ -112,7 +116,10 @@ static int parse_args(int argc, char **argv, cli_options *o)
         case O_DUMP: o->dump_logits = optarg; break;
         case O_DRV: o->driver = optarg; break;
         case O_KVB: if (parse_long("--kv-blocks", optarg, 1, INT32_MAX, &v)) return -1; o->kv_blocks = v; break;
-        case O_UTIL: if (parse_double("--gpu-memory-utilization", optarg, 0.001, 1, &o->gpu_util)) return -1; break;
+        case O_UTIL:
+            if (parse_double("--gpu-memory-utilization", optarg, 0.001, 1, &o->gpu_util)) return -1;
+            o->gpu_util_given = true;
+            break;
         case 'h': usage(stdout); exit(0);
         default: usage(stderr); return -1;
         }
@@ -206,15 +213,24 @@ int main(int argc, char **argv)
         fprintf(stderr, "error: %s\n", err);
         goto out;
     }
-    int32_t ctx = o.ctx ? o.ctx : cfg.ctx_train, longest = 0;
+    if (cfg.ctx_train > ABSURD_CONTEXT)
+        fprintf(stderr, "warning: %s: llama.context_length %d is beyond any trained model's; the context is sized "
+                "from the prompt and -n\n", o.model_path, cfg.ctx_train);
+    /* what depends on the context is sized for this run: the longest prompt and -n (or --ctx) */
+    int32_t limit = o.ctx ? o.ctx : cfg.ctx_train, longest = 0, ctx = o.ctx;
     for (int32_t i = 0; i < n_prompts; i++) {
-        if ((int64_t)n_ids[i] + o.n_predict > ctx) {
+        int64_t need = (int64_t)n_ids[i] + o.n_predict;
+        if (need > limit) {
             fprintf(stderr, "error: prompt %d has %d tokens; with -n %d that is %" PRId64 " positions, past the "
-                    "context of %d (--ctx)\n", i + 1, n_ids[i], o.n_predict, (int64_t)n_ids[i] + o.n_predict, ctx);
+                    "context of %d (%s)\n", i + 1, n_ids[i], o.n_predict, need, limit,
+                    o.ctx ? "--ctx" : "the model's context_length");
             goto out;
         }
         if (n_ids[i] > longest) longest = n_ids[i];
+        if (!o.ctx && need > ctx) ctx = (int32_t)need;
     }
+    /* the fp8 calibration text runs as one sequence of its own */
+    if (!o.ctx && ctx < CALIBRATION_TOKENS) ctx = limit < CALIBRATION_TOKENS ? limit : CALIBRATION_TOKENS;
     if (o.dump_logits && !(dump = fopen(o.dump_logits, "w"))) {
         fprintf(stderr, "error: cannot create '%s': %s\n", o.dump_logits, strerror(errno));
         goto out;
@@ -242,7 +258,10 @@ int main(int argc, char **argv)
     int32_t max_tokens = longest < PREFILL_CHUNK ? longest : PREFILL_CHUNK;
     if (max_tokens < n_prompts) max_tokens = n_prompts;
     if (max_tokens < CALIBRATION_TOKENS) max_tokens = CALIBRATION_TOKENS;
-    model_options mopt = {max_tokens, ctx, {o.kv_dtype, o.block_size, o.kv_blocks, o.gpu_util, 0}};
+    /* llama.cpp sizes to n_ctx: a pool from free memory holds what the sequences can use, unless a
+     * share of free memory was asked for */
+    int64_t run_blocks = o.gpu_util_given ? 0 : (int64_t)n_prompts * tm_kv_blocks_for(ctx, o.block_size);
+    model_options mopt = {max_tokens, ctx, {o.kv_dtype, o.block_size, o.kv_blocks, o.gpu_util, 0, run_blocks}};
     m.cfg = cfg;
     if (model_load(&m, &drv, &f, &mopt)) {
         fprintf(stderr, "error: %s\n", m.err);
@@ -253,7 +272,10 @@ int main(int argc, char **argv)
     fprintf(stderr, "tiermem-llm: kv pool: kv_blocks=%" PRId64 " kv_block_size=%d kv_tokens=%" PRId64
             " kv_bytes=%" PRId64 " kv_dtype=%s (", L->n_blocks, L->block_size, L->n_blocks * L->block_size,
             m.kv.bytes, kv_dtype_name(L->dtype));
-    if (m.kv.utilization > 0)
+    if (m.kv.capped)
+        fprintf(stderr, "what %d sequence%s of %d positions need; %.2f of %.1f MiB free after weights would allow more)\n",
+                n_prompts, n_prompts == 1 ? "" : "s", ctx, m.kv.utilization, TM_MIB(m.kv.free_before));
+    else if (m.kv.utilization > 0)
         fprintf(stderr, "%.2f of %.1f MiB free after weights)\n", m.kv.utilization, TM_MIB(m.kv.free_before));
     else
         fprintf(stderr, "--kv-blocks)\n");

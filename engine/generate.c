@@ -2,6 +2,7 @@
 #include "engine/error.h"
 #include "engine/generate.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -132,6 +133,15 @@ static void timer_close(device_timer *t)
 /* ----------------------------------------------------------------------------
  * The run */
 
+/* One look at the first logits: weights holding NaN or Inf would otherwise run to the end
+ * and print whatever token the sampler makes of them. */
+static bool all_finite(const float *logits, int32_t n)
+{
+    for (int32_t i = 0; i < n; i++)
+        if (!isfinite(logits[i])) return false;
+    return true;
+}
+
 int generate_run(tm_model *m, const tokenizer *tok, const generate_options *opt, int32_t *const *prompt_ids,
                  const int32_t *n_prompt_ids, generate_stats *stats)
 {
@@ -170,6 +180,11 @@ int generate_run(tm_model *m, const tokenizer *tok, const generate_options *opt,
     timer_start(&timer);
     for (int32_t i = 0; i < n; i++) {
         if (model_prefill(m, &seqs[i].kv, i, prompt_ids[i], n_prompt_ids[i], logits)) goto out;
+        if (i == 0 && !all_finite(logits, vocab)) {
+            tm_fail(m->err, sizeof m->err, "the model produced NaN or Inf logits for the first prompt (are its "
+                    "weights finite?)");
+            goto out;
+        }
         stats->prompt_tokens += n_prompt_ids[i];
         dump_logits(opt->dump_logits, 0, i, logits, vocab);
         if (!seqs[i].done && take_token(&seqs[i], tok, opt, sampler_pick(&smp, logits))) goto out;

@@ -46,6 +46,10 @@ int kv_cache_init(kv_cache *kv, const tm_driver *drv, int32_t n_layers, int32_t 
                         "%.0f%% of the %.1f MiB free is %.1f MiB (device has %.1f MiB total)", opt->block_size,
                         TM_MIB(all_layers_block), opt->utilization * 100, TM_MIB(free_now),
                         TM_MIB(opt->utilization * (double)free_now), TM_MIB(total));
+        if (opt->max_blocks > 0 && n_blocks > opt->max_blocks) {
+            n_blocks = opt->max_blocks;
+            kv->capped = true;
+        }
     }
     /* slots are int32 (block * block_size + offset) */
     int64_t max_blocks = INT32_MAX / opt->block_size;

@@ -8,6 +8,7 @@
 #ifndef TM_ENGINE_KV_CACHE_H
 #define TM_ENGINE_KV_CACHE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "engine/driver.h"
@@ -24,6 +25,7 @@ typedef struct kv_cache {
     int32_t n_allocs;               /* device allocations (two per layer) */
     size_t free_before;             /* cuMemGetInfo free when the pool was sized */
     double utilization;             /* fraction of free_before used (0 with --kv-blocks) */
+    bool capped;                    /* the pool is what the run can use, less than free memory allows */
 } kv_cache;
 
 typedef struct kv_sequence {
@@ -39,6 +41,7 @@ typedef struct kv_options {
     int64_t n_blocks;               /* > 0: exactly this many; else sized from free memory */
     double utilization;             /* fraction of free device memory for the pool */
     int64_t reserve_bytes;          /* left free for buffers allocated after the pool */
+    int64_t max_blocks;             /* > 0: a pool sized from free memory takes at most this many */
 } kv_options;
 
 const char *kv_dtype_name(int32_t dtype);

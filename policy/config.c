@@ -162,9 +162,7 @@ void tm_config_defaults(tm_config *config)
     strcpy(config->driver, TM_DEFAULT_DRIVER);
 }
 
-/* The value as it may appear inside one line: control characters become '?', and a long
- * value is cut short. */
-static void printable(const char *value, char *out, size_t len)
+void tm_printable(const char *value, char *out, size_t len)
 {
     size_t i = 0;
     for (; value[i] && i + 4 < len; i++)
@@ -179,7 +177,7 @@ static void printable(const char *value, char *out, size_t len)
 static void report_invalid(int fd, const variable *var, const char *value)
 {
     char shown[96];
-    printable(value, shown, sizeof shown);
+    tm_printable(value, shown, sizeof shown);
     dprintf(fd, "tiermem: %s='%s' is not valid: expected %s; tiering is disabled, every call "
                 "passes through to the driver\n", var->name, shown, var->accepts);
 }

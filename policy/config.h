@@ -60,6 +60,10 @@ void tm_config_defaults(tm_config *config);
  * but change nothing. Returns the number of invalid values (config->disabled is then set). */
 int tm_config_load(tm_config *config, int error_fd);
 
+/* A value as it may appear inside one message line: control characters become '?', and a
+ * long value is cut short with "...". */
+void tm_printable(const char *value, char *out, size_t len);
+
 const char *tm_log_level_name(tm_log_level level);
 const char *tm_meminfo_view_name(tm_meminfo_view view);
 const char *tm_policy_name(tm_policy_kind policy);

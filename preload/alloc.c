@@ -316,7 +316,7 @@ void tm_release_all_at_exit(void)
         CUcontext current = NULL;
         tm_real.cuCtxGetCurrent(&current);
         bool pushed = current != a->ctx && tm_real.cuCtxPushCurrent_v2(a->ctx) == CUDA_SUCCESS;
-        tm_real.cuMemFree_v2(a->range.base);
+        tm_release_call(tm_real.cuMemFree_v2(a->range.base));
         if (pushed) {
             CUcontext popped;
             tm_real.cuCtxPopCurrent_v2(&popped);

@@ -31,10 +31,10 @@ static CUmemAllocationProp chunk_properties(const tm_backing_target *target, tm_
 static void vmm_undo(tm_backing *b, uint64_t mapped)
 {
     if (mapped)
-        tm_real.cuMemUnmap(b->base, mapped * b->plan.chunk_size);
+        tm_release_call(tm_real.cuMemUnmap(b->base, mapped * b->plan.chunk_size));
     for (uint64_t i = 0; i < mapped; i++)
-        tm_real.cuMemRelease(b->handle[i]);
-    tm_real.cuMemAddressFree(b->base, b->bytes);
+        tm_release_call(tm_real.cuMemRelease(b->handle[i]));
+    tm_release_call(tm_real.cuMemAddressFree(b->base, b->bytes));
 }
 
 static tm_backing_failure vmm_create(tm_backing *b, const tm_backing_target *target, tm_tier_id *tier,
@@ -58,7 +58,7 @@ static tm_backing_failure vmm_create(tm_backing *b, const tm_backing_target *tar
         }
         *result = tm_real.cuMemMap(b->base + i * chunk, chunk, 0, b->handle[i], 0);
         if (*result != CUDA_SUCCESS) {
-            tm_real.cuMemRelease(b->handle[i]);
+            tm_release_call(tm_real.cuMemRelease(b->handle[i]));
             vmm_undo(b, i);
             return TM_BACKING_INTERNAL;
         }
@@ -113,7 +113,7 @@ static tm_backing_failure pinned_create(tm_backing *b, const tm_backing_target *
         *result = tm_real.cuMemHostGetDevicePointer_v2(&b->base, b->host, 0);
         if (*result == CUDA_SUCCESS)
             return TM_BACKING_OK;
-        tm_real.cuMemHostUnregister(b->host);
+        tm_release_call(tm_real.cuMemHostUnregister(b->host));
     }
     munmap(b->host, b->bytes);
     b->host = NULL;
@@ -149,7 +149,7 @@ tm_backing_failure tm_backing_create(const tm_plan *plan, const tm_backing_targe
 void tm_backing_destroy(tm_backing *b)
 {
     if (b->pinned_host) {
-        tm_real.cuMemHostUnregister(b->host);
+        tm_release_call(tm_real.cuMemHostUnregister(b->host));
         munmap(b->host, b->bytes);
     } else {
         vmm_undo(b, b->plan.chunks);

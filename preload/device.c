@@ -8,6 +8,7 @@
 #include "preload/discover.h"
 #include "preload/driver.h"
 #include "preload/log.h"
+#include "preload/settings_check.h"
 #include "preload/state.h"
 #include "preload/stats.h"
 
@@ -18,19 +19,6 @@ static int device_state = DEVICE_NOT_SET_UP;
 static pthread_mutex_t setup_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* ---------------------------------------------------------------- set-up */
-
-static uint64_t minimum_granularity(CUmemLocationType type, int id)
-{
-    CUmemAllocationProp prop;
-    memset(&prop, 0, sizeof prop);
-    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-    prop.location.type = type;
-    prop.location.id = id;
-    size_t granularity = 0;
-    if (tm_real.cuMemGetAllocationGranularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) != CUDA_SUCCESS)
-        return 0;
-    return granularity;
-}
 
 static int device_attribute(CUdevice_attribute attribute, CUdevice ordinal)
 {
@@ -76,7 +64,7 @@ static bool set_up(CUdevice ordinal)
         tm_tiering_off("the device's memory size cannot be read");
         return false;
     }
-    uint64_t chunk = minimum_granularity(CU_MEM_LOCATION_TYPE_DEVICE, ordinal);
+    uint64_t chunk = tm_minimum_granularity(CU_MEM_LOCATION_TYPE_DEVICE, ordinal);
     if (!device_attribute(CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, ordinal) || chunk == 0) {
         tm_tiering_off("the device does not support virtual memory management (VMM)");
         return false;
@@ -87,7 +75,7 @@ static bool set_up(CUdevice ordinal)
     int ddr_node = found.tiers.tier[TM_TIER_DDR].node;
     bool host_numa = device_attribute(CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, ordinal);
     if (host_numa) {
-        uint64_t host_chunk = minimum_granularity(CU_MEM_LOCATION_TYPE_HOST_NUMA, ddr_node);
+        uint64_t host_chunk = tm_minimum_granularity(CU_MEM_LOCATION_TYPE_HOST_NUMA, ddr_node);
         if (host_chunk == 0)
             host_numa = false;
         else if (host_chunk > chunk)
@@ -99,6 +87,7 @@ static bool set_up(CUdevice ordinal)
     device.tiers = found.tiers;
     device.tiers.hbm_reserve = config->hbm_reserve.set ? config->hbm_reserve.bytes
                                                        : tm_default_hbm_reserve(found.tiers.tier[TM_TIER_HBM].limit, chunk);
+    tm_settings_check(config, &device.tiers, chunk);
     device.policy = (tm_policy){
         .kind = config->policy,
         .order = config->order,

@@ -14,6 +14,7 @@
 
 #include <cxl/libcxl.h>
 
+#include "policy/units.h"
 #include "preload/driver.h"
 #include "preload/log.h"
 
@@ -53,6 +54,73 @@ static uint64_t default_node_limit(int node)
         return (uint64_t)free_bytes / 2;
     long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     return pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page / 2 : 0;
+}
+
+/* Does the driver take HOST_NUMA allocations on `node`? (It may emulate nodes the host
+ * lacks, as simcuda does with SIMCUDA_NUMA_NODES.) */
+uint64_t tm_minimum_granularity(CUmemLocationType type, int id)
+{
+    CUmemAllocationProp prop;
+    memset(&prop, 0, sizeof prop);
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = type;
+    prop.location.id = id;
+    size_t granularity = 0;
+    if (tm_real.cuMemGetAllocationGranularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) != CUDA_SUCCESS)
+        return 0;
+    return granularity;
+}
+
+/* Does the driver take HOST_NUMA allocations on `node`? (It may emulate nodes the host
+ * lacks, as simcuda does with SIMCUDA_NUMA_NODES.) */
+static bool driver_accepts_node(CUdevice device, int node)
+{
+    int supported = 0;
+    return tm_real.cuDeviceGetAttribute(&supported, CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
+                                        device) == CUDA_SUCCESS && supported &&
+           tm_minimum_granularity(CU_MEM_LOCATION_TYPE_HOST_NUMA, node) > 0;
+}
+
+/* "0,1": the host's nodes, for messages. */
+static void host_nodes(char *buf, size_t len)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int node = 0; numa_usable() && node <= numa_max_node() && used < len; node++) {
+        if (!node_known(node))
+            continue;
+        int n = snprintf(buf + used, len - used, "%s%d", used ? "," : "", node);
+        if (n < 0)
+            break;
+        used += (size_t)n;
+    }
+    if (!buf[0])
+        snprintf(buf, len, "none known to libnuma");
+}
+
+/* A node named in the environment: one of the host's, or one the driver accepts. */
+static bool node_valid(const char *variable, int node, CUdevice device, const char *instead)
+{
+    if (node_known(node) || driver_accepts_node(device, node))
+        return true;
+    char nodes[128];
+    host_nodes(nodes, sizeof nodes);
+    tm_warn("%s=%d: node %d is not a NUMA node of this host (nodes %s) and the driver does not accept it; %s",
+            variable, node, node, nodes, instead);
+    return false;
+}
+
+/* A limit given for a real node stays within the node's memory. */
+static uint64_t node_limit(const char *variable, uint64_t limit, int node)
+{
+    long long total = node_known(node) ? numa_node_size64(node, NULL) : -1;
+    if (total > 0 && limit > (uint64_t)total) {
+        char asked[32], has[32];
+        tm_warn("%s=%s is more than node %d has (%s); using %s", variable, tm_format_size(limit, asked, sizeof asked),
+                node, tm_format_size((uint64_t)total, has, sizeof has), has);
+        return (uint64_t)total;
+    }
+    return limit;
 }
 
 /* ---------------------------------------------------------------- CXL regions */
@@ -193,7 +261,8 @@ static int pci_node(CUdevice device)
 
 static int ddr_node(const tm_config *config, CUdevice device, char *source, size_t len)
 {
-    if (config->ddr_node >= 0) {
+    if (config->ddr_node >= 0 && node_valid("TIERMEM_DDR_NODE", config->ddr_node, device,
+                                            "the DDR tier is found as if it were not set")) {
         snprintf(source, len, "node %d, TIERMEM_DDR_NODE", config->ddr_node);
         return config->ddr_node;
     }
@@ -237,11 +306,14 @@ void tm_discover_tiers(const tm_config *config, CUdevice device, uint64_t device
     tm_tier_state *ddr = &tiers->tier[TM_TIER_DDR];
     ddr->present = true;
     ddr->node = ddr_node(config, device, out->source[TM_TIER_DDR], sizeof out->source[0]);
-    ddr->limit = config->ddr_limit.set ? config->ddr_limit.bytes : default_node_limit(ddr->node);
+    ddr->limit = config->ddr_limit.set ? node_limit("TIERMEM_DDR_LIMIT", config->ddr_limit.bytes, ddr->node)
+                                       : default_node_limit(ddr->node);
 
     tm_tier_state *cxl = &tiers->tier[TM_TIER_CXL];
+    cxl->node = -1;
     if (config->cxl_node >= 0) {
-        cxl->node = config->cxl_node;
+        if (node_valid("TIERMEM_CXL_NODE", config->cxl_node, device, "there is no CXL tier"))
+            cxl->node = config->cxl_node;
         snprintf(out->source[TM_TIER_CXL], sizeof out->source[0], "node %d, TIERMEM_CXL_NODE", cxl->node);
     } else {
         cxl->node = find_cxl_node(ddr->node);
@@ -249,9 +321,18 @@ void tm_discover_tiers(const tm_config *config, CUdevice device, uint64_t device
     }
     cxl->present = cxl->node >= 0;
     if (cxl->present) {
-        cxl->limit = config->cxl_limit.set ? config->cxl_limit.bytes : default_node_limit(cxl->node);
+        cxl->limit = config->cxl_limit.set ? node_limit("TIERMEM_CXL_LIMIT", config->cxl_limit.bytes, cxl->node)
+                                           : default_node_limit(cxl->node);
+        /* a node the driver emulates has no memory of its own: it and the DDR tier share the
+         * host's, so their default limits split half of it rather than take half each */
+        if (!node_known(cxl->node) && !config->cxl_limit.set)
+            cxl->limit /= 2;
+        if (!node_known(cxl->node) && !config->ddr_limit.set)
+            ddr->limit /= 2;
         if (cxl->node == ddr->node)
             tm_warn("the CXL tier and the DDR tier are both node %d", cxl->node);
+    } else if (config->cxl_node >= 0) {
+        snprintf(out->source[TM_TIER_CXL], sizeof out->source[0], "node %d is not usable", config->cxl_node);
     } else {
         snprintf(out->source[TM_TIER_CXL], sizeof out->source[0], "none found");
     }

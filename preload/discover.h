@@ -19,6 +19,9 @@ typedef struct tm_discovery {
     char source[TM_TIER_COUNT][64]; /* how each tier was found, for the start-up line */
 } tm_discovery;
 
+/* The driver's minimum VMM granularity for a location, or 0 when it refuses the location. */
+uint64_t tm_minimum_granularity(CUmemLocationType type, int id);
+
 /* Fills every tier but the HBM reserve, which depends on the chunk size. */
 void tm_discover_tiers(const tm_config *config, CUdevice device, uint64_t device_memory, tm_discovery *out);
 

@@ -35,8 +35,10 @@ static void load(void)
     void *handle = dlopen(config->driver, RTLD_LAZY | RTLD_LOCAL);
     bool ok = handle && fill_table(handle);
     if (!ok && strcmp(config->driver, TM_DEFAULT_DRIVER) != 0) {
-        tm_error("TIERMEM_DRIVER='%s' is not a usable CUDA driver (%s); using %s with tiering off",
-                 config->driver, handle ? "it lacks the driver API or is this interposer" : dlerror(),
+        char shown[96], why[160];
+        tm_printable(config->driver, shown, sizeof shown);
+        tm_printable(handle ? "it lacks the driver API or is this interposer" : dlerror(), why, sizeof why);
+        tm_error("TIERMEM_DRIVER='%s' is not a usable CUDA driver (%s); using %s with tiering off", shown, why,
                  TM_DEFAULT_DRIVER);
         tm_tiering_off("TIERMEM_DRIVER is not usable");
         memset(&tm_real, 0, sizeof tm_real);
@@ -59,4 +61,9 @@ bool tm_driver_load(void)
         return false;
     pthread_once(&load_once, load);
     return __atomic_load_n(&tm_driver_loaded, __ATOMIC_ACQUIRE);
+}
+
+void tm_release_failed(const char *call, CUresult result)
+{
+    tm_log_once(TM_LOG_WARN, "%s failed twice (error %d); that memory may stay allocated", call, (int)result);
 }

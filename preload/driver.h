@@ -27,6 +27,17 @@ static inline bool tm_driver_ready(void)
     return __atomic_load_n(&tm_driver_loaded, __ATOMIC_ACQUIRE) || tm_driver_load();
 }
 
+/* A driver call that gives memory back: a refusal is tried once more (what tiermem holds
+ * must not leak for one failed call), and a second one is logged once. Used only through
+ * the macro below, which names the call. */
+void tm_release_failed(const char *call, CUresult result);
+#define tm_release_call(call)                                                \
+    do {                                                                     \
+        CUresult tm_released_ = (call);                                      \
+        if (tm_released_ != CUDA_SUCCESS && (tm_released_ = (call)) != CUDA_SUCCESS) \
+            tm_release_failed(#call, tm_released_);                          \
+    } while (0)
+
 /* glibc's own dlsym (never the interposer's). */
 void *tm_real_dlsym(void *handle, const char *symbol);
 

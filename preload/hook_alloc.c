@@ -104,7 +104,7 @@ CUresult CUDAAPI cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t Wi
         CUdeviceptr probe;
         size_t pitch, bytes;
         if (tm_real.cuMemAllocPitch_v2(&probe, &pitch, WidthInBytes, 1, ElementSizeBytes) == CUDA_SUCCESS) {
-            tm_real.cuMemFree_v2(probe);
+            tm_release_call(tm_real.cuMemFree_v2(probe));
             CUresult result;
             if (!__builtin_mul_overflow(pitch, Height, &bytes) &&
                 tm_alloc_chunked(device, ctx, bytes, TM_PATH_MEM_ALLOC_PITCH, dptr, &result)) {

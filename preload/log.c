@@ -6,21 +6,42 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static int log_fd = STDERR_FILENO;
 static tm_log_level log_level = TM_LOG_WARN;
+
+/* Why the log file must not be used, or NULL: it is opened without following a symlink
+ * (and without blocking on a FIFO), and must be a regular file of this user. */
+static const char *refuse_log_file(int fd)
+{
+    struct stat st;
+    if (fstat(fd, &st) != 0)
+        return strerror(errno);
+    if (!S_ISREG(st.st_mode))
+        return "not a regular file";
+    if (st.st_uid != geteuid())
+        return "owned by another user";
+    return NULL;
+}
 
 bool tm_log_open(const tm_config *config)
 {
     log_level = config->log_level;
     if (!config->log_file[0])
         return true;
-    int fd = open(config->log_file, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (fd < 0) {
+    int fd = open(config->log_file, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY,
+                  0644);
+    const char *why = fd < 0 ? (errno == ELOOP ? "a symbolic link" : strerror(errno)) : refuse_log_file(fd);
+    if (why) {
+        if (fd >= 0)
+            close(fd);
+        char shown[96];
+        tm_printable(config->log_file, shown, sizeof shown);
         dprintf(STDERR_FILENO, "tiermem: TIERMEM_LOG_FILE='%s' cannot be opened (%s); tiering is "
                                "disabled, every call passes through to the driver\n",
-                config->log_file, strerror(errno));
+                shown, why);
         return false;
     }
     log_fd = fd;

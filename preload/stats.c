@@ -4,7 +4,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -42,9 +44,40 @@ static size_t layout_size(void)
            TM_STATS_RECORDS * sizeof(tm_stats_record);
 }
 
-/* Opens the file for the region: the default name exclusively (a leftover of a dead
- * process with our pid is replaced), a configured one as given. */
-static int create_file(const tm_config *config, pid_t pid)
+/* Is the file at `fd` a stats region of ours: a regular file this user owns that starts
+ * with the region's magic? Only such a file may be replaced. */
+static bool own_region_file(int fd)
+{
+    struct stat st;
+    uint64_t magic = 0;
+    return fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
+           pread(fd, &magic, sizeof magic, 0) == (ssize_t)sizeof magic && magic == TM_STATS_MAGIC;
+}
+
+/* Creates a new file in place of the region of ours at region_path: a fresh name in the
+ * same directory, renamed over it once sized, so no one ever sees a short region. */
+static int replace_region(void)
+{
+    char temp[sizeof region_path + 16];
+    snprintf(temp, sizeof temp, "%s.XXXXXX", region_path);
+    int fd = mkostemp(temp, O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    if (ftruncate(fd, (off_t)layout_size()) != 0 || rename(temp, region_path) != 0) {
+        int saved = errno;
+        unlink(temp); /* our own, just made */
+        close(fd);
+        errno = saved;
+        return -1;
+    }
+    return fd;
+}
+
+/* Opens a new file for the region, created here with O_EXCL (never a file someone else
+ * made, never through a symlink). An existing name is replaced only when it holds a
+ * stats region of this user (a kept TIERMEM_STATS path, or a leftover of a dead process
+ * with our pid); anything else is left alone and the region is not created. */
+static int create_file(const tm_config *config, pid_t pid, bool *fresh, const char **refusal)
 {
     if (config->stats_path[0]) {
         if (in_fork_child)
@@ -52,16 +85,26 @@ static int create_file(const tm_config *config, pid_t pid)
         else
             snprintf(region_path, sizeof region_path, "%s", config->stats_path);
         remove_at_exit = false;
-        return open(region_path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    } else {
+        snprintf(region_path, sizeof region_path, "/dev/shm/tiermem.%d", (int)pid);
+        remove_at_exit = true;
     }
-    snprintf(region_path, sizeof region_path, "/dev/shm/tiermem.%d", (int)pid);
-    remove_at_exit = true;
+    *fresh = true;
     int fd = open(region_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd < 0 && errno == EEXIST) {
-        unlink(region_path);
-        fd = open(region_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd >= 0 || errno != EEXIST)
+        return fd;
+    /* O_NONBLOCK: a FIFO at the path must not hang the process */
+    int old = open(region_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+    bool ours = old >= 0 && own_region_file(old);
+    if (old >= 0)
+        close(old);
+    if (!ours) {
+        *refusal = "it exists and is not a stats region of this user; it is left untouched";
+        errno = EEXIST;
+        return -1;
     }
-    return fd;
+    *fresh = false;
+    return replace_region();
 }
 
 static void describe(tm_stats_header *h, const tm_config *config, const tm_stats_setup *setup, pid_t pid)
@@ -97,6 +140,58 @@ static void describe(tm_stats_header *h, const tm_config *config, const tm_stats
     }
 }
 
+/* ---------------------------------------------------------------- signals */
+
+/* Signals whose default action ends the process without running exit handlers: the
+ * default region is removed first. The program's own handling stays what it was: a
+ * handler it installed before us is called instead, and one it installs later replaces
+ * ours; an ignored signal stays ignored. */
+static const int cleanup_signals[] = { SIGHUP, SIGINT, SIGQUIT, SIGTERM };
+#define CLEANUP_SIGNALS (int)(sizeof cleanup_signals / sizeof cleanup_signals[0])
+static struct sigaction previous_action[CLEANUP_SIGNALS];
+
+static void remove_region_on_signal(int sig, siginfo_t *info, void *context)
+{
+    for (int i = 0; i < CLEANUP_SIGNALS; i++) {
+        if (cleanup_signals[i] != sig)
+            continue;
+        const struct sigaction *old = &previous_action[i];
+        if (old->sa_flags & SA_SIGINFO) {
+            old->sa_sigaction(sig, info, context);
+        } else if (old->sa_handler != SIG_DFL && old->sa_handler != SIG_IGN) {
+            old->sa_handler(sig);
+        } else {
+            int saved = errno;
+            if (region && region_pid == getpid())
+                unlink(region_path); /* async-signal-safe */
+            /* the default action, as if we had never been here: it runs on return */
+            struct sigaction fallback = { .sa_handler = SIG_DFL };
+            sigemptyset(&fallback.sa_mask);
+            sigaction(sig, &fallback, NULL);
+            raise(sig);
+            errno = saved;
+        }
+        return;
+    }
+}
+
+static void remove_region_on_signals(void)
+{
+    static bool installed;
+    if (__atomic_exchange_n(&installed, true, __ATOMIC_ACQ_REL))
+        return;
+    for (int i = 0; i < CLEANUP_SIGNALS; i++) {
+        struct sigaction old;
+        if (sigaction(cleanup_signals[i], NULL, &old) != 0 ||
+            (!(old.sa_flags & SA_SIGINFO) && old.sa_handler == SIG_IGN))
+            continue;
+        previous_action[i] = old;
+        struct sigaction ours = { .sa_sigaction = remove_region_on_signal, .sa_flags = SA_SIGINFO | SA_RESTART };
+        ours.sa_mask = old.sa_mask;
+        sigaction(cleanup_signals[i], &ours, NULL);
+    }
+}
+
 void tm_stats_open(const tm_config *config, const tm_stats_setup *setup)
 {
     pid_t pid = getpid();
@@ -106,18 +201,23 @@ void tm_stats_open(const tm_config *config, const tm_stats_setup *setup)
     if (config->stats_off)
         return;
 
-    int fd = create_file(config, pid);
+    bool fresh = true;
+    const char *refusal = NULL;
+    int fd = create_file(config, pid, &fresh, &refusal);
     size_t size = layout_size();
     void *map = MAP_FAILED;
-    if (fd >= 0 && fchmod(fd, 0600) == 0 && ftruncate(fd, (off_t)size) == 0)
+    if (fd >= 0 && (!fresh || ftruncate(fd, (off_t)size) == 0))
         map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     int saved = errno;
     if (fd >= 0)
         close(fd);
     if (map == MAP_FAILED) {
-        tm_warn("cannot create the stats region %s (%s); going on without it", region_path, strerror(saved));
+        char shown[96];
+        tm_printable(region_path, shown, sizeof shown);
+        tm_warn("cannot create the stats region '%s' (%s); going on without it", shown,
+                refusal ? refusal : strerror(saved));
         if (fd >= 0)
-            unlink(region_path);
+            unlink(region_path); /* the file this process just created */
         return;
     }
 
@@ -139,6 +239,8 @@ void tm_stats_open(const tm_config *config, const tm_stats_setup *setup)
     tm_stats_calls = calls;
     __atomic_store_n(&h->magic, TM_STATS_MAGIC, __ATOMIC_RELEASE); /* readers check it last */
     __atomic_store_n(&tm_stats, h, __ATOMIC_RELEASE);
+    if (remove_at_exit)
+        remove_region_on_signals();
     tm_info("stats region %s", region_path);
 }
 

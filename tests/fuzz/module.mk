@@ -1,22 +1,51 @@
-# tests/fuzz: libFuzzer target for the GGUF reader, metadata accessors, llama config and
-# tokenizers. `make fuzz` builds it with clang and fuzzes for FUZZ_SECONDS from the seed
-# corpus (tests/fuzz/corpus, generated GGUF files); tests/fuzz/test_fuzz_corpus.sh replays
-# the corpus and fuzzes briefly as part of `make test`.
+# tests/fuzz: libFuzzer targets, built with clang (ASan + UBSan):
+#   fuzz_gguf   the GGUF reader, metadata accessors, llama config and tokenizers
+#   fuzz_model  a GGUF file through config, tokenizer set-up, weight checks and model_load's
+#               sizing, on a host-memory device
+#   fuzz_stats  the stats-region reader of tiermem-stat
+# `make fuzz` fuzzes each for FUZZ_SECONDS from its seed corpus (tests/fuzz/corpus: generated
+# GGUF files; tests/fuzz/corpus-stats: a small region). `make fuzz-long` runs FUZZ_LONG_RUNS
+# inputs in all, split evenly, one process at a time. tests/fuzz/test_fuzz_corpus.sh replays
+# the corpora and fuzzes briefly as part of `make test`.
 
-FUZZ_SECONDS ?= 60
-FUZZ_SRCS    := tests/fuzz/fuzz_gguf.c engine/error.c engine/gguf.c engine/tokenizer.c engine/tokenizer_spm.c \
-                engine/tokenizer_bpe.c engine/model_config.c
-FUZZ_BIN     := $(O)/fuzz/fuzz_gguf
+FUZZ_SECONDS   ?= 60
+FUZZ_LONG_RUNS ?= 10000000
+FUZZ_DIR       := $(O)/fuzz
+FUZZ_CFLAGS    := -std=gnu11 -g -O1 -D_GNU_SOURCE -I. $(CUDA_CPPFLAGS) -fsanitize=fuzzer,address,undefined \
+                  -fno-sanitize-recover=all
+FUZZ_ENGINE    := engine/error.c engine/gguf.c engine/tokenizer.c engine/tokenizer_spm.c \
+                  engine/tokenizer_bpe.c engine/model_config.c
 
-$(FUZZ_BIN): $(FUZZ_SRCS) $(wildcard engine/*.h) tests/fuzz/module.mk
-	@mkdir -p $(@D)
-	clang -std=gnu11 -g -O1 -D_GNU_SOURCE -I. -fsanitize=fuzzer,address,undefined \
-	  -fno-sanitize-recover=all $(FUZZ_SRCS) -o $@
+FUZZ_gguf_SRCS  := tests/fuzz/fuzz_gguf.c $(FUZZ_ENGINE)
+FUZZ_model_SRCS := tests/fuzz/fuzz_model.c $(FUZZ_ENGINE) engine/weights.c engine/model.c engine/kv_cache.c
+FUZZ_stats_SRCS := tests/fuzz/fuzz_stats.c tools/tiermem-stat/stats_read.c
+FUZZ_gguf_CORPUS  := tests/fuzz/corpus
+FUZZ_model_CORPUS := tests/fuzz/corpus
+FUZZ_stats_CORPUS := tests/fuzz/corpus-stats
+FUZZ_TARGETS   := gguf model stats
+FUZZ_BINS      := $(FUZZ_TARGETS:%=$(FUZZ_DIR)/fuzz_%)
 
-.PHONY: fuzz
-fuzz: $(FUZZ_BIN)
-	@mkdir -p $(O)/fuzz/corpus
-	cp -n tests/fuzz/corpus/* $(O)/fuzz/corpus/ 2>/dev/null || true
-	$(FUZZ_BIN) -max_total_time=$(FUZZ_SECONDS) -max_len=131072 $(O)/fuzz/corpus
+define fuzz-target
+$(FUZZ_DIR)/fuzz_$(1): $(FUZZ_$(1)_SRCS) $(wildcard engine/*.h kernels/*.h tools/tiermem-stat/*.h) \
+    preload/stats_layout.h tests/fuzz/module.mk
+	@mkdir -p $$(@D)
+	clang $(FUZZ_CFLAGS) $(FUZZ_$(1)_SRCS) -o $$@
+endef
+$(foreach t,$(FUZZ_TARGETS),$(eval $(call fuzz-target,$(t))))
+
+# fuzz-run TARGET FLAGS: fuzzes one target from a working copy of its seed corpus
+define fuzz-run
+	@mkdir -p $(FUZZ_DIR)/corpus-$(1)
+	cp -n $(FUZZ_$(1)_CORPUS)/* $(FUZZ_DIR)/corpus-$(1)/ 2>/dev/null || true
+	$(FUZZ_DIR)/fuzz_$(1) $(2) -max_len=131072 -print_final_stats=1 $(FUZZ_DIR)/corpus-$(1)
+
+endef
+
+.PHONY: fuzz fuzz-long
+fuzz: $(FUZZ_BINS)
+	$(foreach t,$(FUZZ_TARGETS),$(call fuzz-run,$(t),-max_total_time=$(FUZZ_SECONDS)))
+
+fuzz-long: $(FUZZ_BINS)
+	$(foreach t,$(FUZZ_TARGETS),$(call fuzz-run,$(t),-runs=$(shell echo $$(( ($(FUZZ_LONG_RUNS) + $(words $(FUZZ_TARGETS)) - 1) / $(words $(FUZZ_TARGETS)) )))))
 
 TEST_SCRIPTS += tests/fuzz/test_fuzz_corpus.sh

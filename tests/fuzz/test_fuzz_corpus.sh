@@ -1,24 +1,28 @@
 #!/usr/bin/env bash
-# Replays the GGUF fuzzer's seed corpus, then fuzzes for a few seconds: the reader and
-# tokenizers must survive everything under ASan/UBSan (the long run is `make fuzz`).
+# Replays each fuzzer's seed corpus, then fuzzes each for a few seconds: the GGUF reader and
+# tokenizers, the model load behind them, and the stats-region reader must survive
+# everything under ASan/UBSan (the long runs are `make fuzz` and `make fuzz-long`).
 source "$(dirname "$0")/../lib/tap.sh"
-FUZZ=$B/fuzz/fuzz_gguf
 if ! command -v clang >/dev/null; then
-  skip "GGUF fuzzer" "clang is not installed"
+  skip "fuzzers" "clang is not installed"
   done_testing; exit
 fi
-make -s -C "$TM_ROOT" O="$O" "$O/fuzz/fuzz_gguf" >/dev/null
-check "the fuzzer builds" test -x "$FUZZ"
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-seeds=("$TM_ROOT"/tests/fuzz/corpus/*)
-check "the seed corpus has files" test "${#seeds[@]}" -ge 5
-"$FUZZ" -runs=0 "${seeds[@]}" >"$T/replay.log" 2>&1
-check "every seed replays cleanly" test $? -eq 0
-cp "${seeds[@]}" "$T/"
-"$FUZZ" -max_total_time=10 -max_len=131072 "$T" >"$T/fuzz.log" 2>&1
-rc=$?
-check "10 s of fuzzing finds no crash" test $rc -eq 0
-grep -E '^#[0-9]+ +DONE' "$T/fuzz.log" | sed 's/^/# /'
-[ $rc -eq 0 ] || tail -30 "$T/fuzz.log" | sed 's/^/# /'
+for target in gguf:corpus model:corpus stats:corpus-stats; do
+  name=${target%%:*} corpus=$TM_ROOT/tests/fuzz/${target#*:}
+  FUZZ=$B/fuzz/fuzz_$name
+  make -s -C "$TM_ROOT" O="$O" "$O/fuzz/fuzz_$name" >/dev/null
+  check "fuzz_$name builds" test -x "$FUZZ"
+  seeds=("$corpus"/*)
+  check "fuzz_$name: the seed corpus has files" test -f "${seeds[0]}"
+  "$FUZZ" -runs=0 "${seeds[@]}" >"$T/replay-$name.log" 2>&1
+  check "fuzz_$name: every seed replays cleanly" test $? -eq 0
+  mkdir -p "$T/$name" && cp "${seeds[@]}" "$T/$name/"
+  "$FUZZ" -max_total_time=5 -max_len=131072 "$T/$name" >"$T/fuzz-$name.log" 2>&1
+  rc=$?
+  check "fuzz_$name: 5 s of fuzzing finds no crash" test $rc -eq 0
+  grep -E '^#[0-9]+ +DONE' "$T/fuzz-$name.log" | sed 's/^/# /'
+  [ $rc -eq 0 ] || tail -30 "$T/fuzz-$name.log" | sed 's/^/# /'
+done
 done_testing

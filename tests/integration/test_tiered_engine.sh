@@ -81,7 +81,7 @@ check "its stats region /dev/shm/tiermem.$pid is gone after exit" test ! -e "/de
 # -------------------------------------------------------------- the KV pool under each view
 for view in physical virtual; do
   env SIMCUDA_MEM=$device "${limits[@]}" TIERMEM_MEMINFO=$view LD_PRELOAD="$preload" \
-    "$llm" -m "$T/m.gguf" -p "Once" -n 1 > /dev/null 2> "$T/kv-$view.err"
+    "$llm" -m "$T/m.gguf" -p "Once" -n 1 --gpu-memory-utilization 0.9 > /dev/null 2> "$T/kv-$view.err"
   check_eq "TIERMEM_MEMINFO=$view: the engine runs" "$?" 0
   declare "blocks_$view=$(summary_field kv_blocks "$T/kv-$view.err")"
 done

@@ -14,6 +14,9 @@
  *   probe leak SIZE COUNT                 allocations never freed: left to the exit
  *   probe ctx                             allocations in a context destroyed without freeing them
  *   probe exit CODE                       a few allocations, then exit with CODE
+ *   probe faults                          every allocation path once, going on past failures:
+ *                                         prints "STEP: ERROR" for each failed call, frees
+ *                                         what it got (a failed free is tried once more)
  *
  * Sizes take K/M/G suffixes. Exit status: 0 fine, 2 an allocation failed (the message says
  * which), 3 another driver call failed, 4 data or answers were wrong, 1 bad arguments. */
@@ -522,6 +525,52 @@ static int run_exit(int code)
     return code;
 }
 
+/* ---------------------------------------------------------------- faults */
+
+/* A call that may fail on purpose (SIMCUDA_FAIL): says so and reports whether it worked. */
+static bool tried(CUresult result, const char *step)
+{
+    if (result != CUDA_SUCCESS)
+        printf("%s: %s\n", step, probe_error_name(result));
+    return result == CUDA_SUCCESS;
+}
+
+static int free_twice(CUdeviceptr p, const char *step)
+{
+    if (!tried(cuMemFree(p), step))
+        tried(cuMemFree(p), step);
+    return 0;
+}
+
+static int run_faults(void)
+{
+    probe_init();
+    static const size_t sizes[] = { 8 << 20, 512 };
+    for (int i = 0; i < 2; i++) {
+        CUdeviceptr p;
+        if (tried(cuMemAlloc(&p, sizes[i]), "cuMemAlloc")) {
+            if (probe_round_trip(p, sizes[i], 61 + (uint32_t)i))
+                return 4;
+            free_twice(p, "cuMemFree");
+        }
+        size_t pitch;
+        if (tried(cuMemAllocPitch(&p, &pitch, sizes[i] / 4, 4, 4), "cuMemAllocPitch"))
+            free_twice(p, "cuMemFree pitched");
+    }
+    CUstream stream;
+    CHECK(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+    CUdeviceptr a;
+    if (tried(cuMemAllocAsync(&a, 6 << 20, stream), "cuMemAllocAsync")) {
+        tried(cuStreamSynchronize(stream), "cuStreamSynchronize");
+        if (!tried(cuMemFreeAsync(a, stream), "cuMemFreeAsync"))
+            tried(cuMemFreeAsync(a, stream), "cuMemFreeAsync");
+        tried(cuStreamSynchronize(stream), "cuStreamSynchronize");
+    }
+    CHECK(cuStreamDestroy(stream));
+    printf("faults done\n");
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -543,6 +592,8 @@ int main(int argc, char **argv)
         return run_leak(parse_size(argv[2]), atoi(argv[3]));
     if (argc == 2 && strcmp(argv[1], "ctx") == 0)
         return run_ctx();
+    if (argc == 2 && strcmp(argv[1], "faults") == 0)
+        return run_faults();
     if (argc == 3 && strcmp(argv[1], "exit") == 0)
         return run_exit(atoi(argv[2]));
     fprintf(stderr, "usage: see the comment at the top of tests/preload/probe.c\n");

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cudaTypedefs.h>
 
@@ -122,12 +123,14 @@ static void expect_capacity(const char *setting, size_t bytes)
     }
 }
 
-/* README: SIMCUDA_MEM is the device memory capacity ("512M", "16G", plain bytes), 16G by
- * default; cuDeviceTotalMem and cuMemGetInfo report it, all free at start. */
+/* README: SIMCUDA_MEM is the device memory capacity ("512M", "16G", plain bytes); by default
+ * 16G or half the host's memory (in whole 2 MiB chunks), the less; cuDeviceTotalMem and
+ * cuMemGetInfo report it, all free at start. */
 static void capacity_settings(void **state)
 {
     (void)state;
-    expect_capacity(NULL, 16 * GIB);
+    size_t half_host = (size_t)sysconf(_SC_PHYS_PAGES) * (size_t)sysconf(_SC_PAGESIZE) / 2 / (2 * MIB) * (2 * MIB);
+    expect_capacity(NULL, half_host < 16 * GIB ? half_host : 16 * GIB);
     expect_capacity("SIMCUDA_MEM=16G", 16 * GIB);
     expect_capacity("SIMCUDA_MEM=512M", 512 * MIB);
     expect_capacity("SIMCUDA_MEM=2G", 2 * GIB);

@@ -126,7 +126,7 @@ say
 say "      The KV pool the engine sized from cuMemGetInfo (90% of what it reports free):"
 for view in physical virtual; do
   run_llm "$work/kv-$view.log" SIMCUDA_MEM=$device_mem "${tiering[@]}" TIERMEM_MEMINFO=$view \
-    LD_PRELOAD="$interposer" -- -m "$model" -p "$prompt" -n 1
+    LD_PRELOAD="$interposer" -- -m "$model" -p "$prompt" -n 1 --gpu-memory-utilization 0.9
   pool=$(grep 'kv pool:' "$work/kv-$view.log")
   blocks=$(field kv_blocks <<<"$pool")
   bytes=$(field kv_bytes <<<"$pool")

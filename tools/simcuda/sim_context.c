@@ -59,6 +59,7 @@ static CUresult primary_check(CUdevice device)
 
 SIM_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice device)
 {
+    SIM_FAIL_POINT(cuDevicePrimaryCtxRetain);
     CUresult result = primary_check(device);
     if (result != CUDA_SUCCESS)
         return result;
@@ -73,6 +74,7 @@ SIM_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice device)
 
 SIM_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice device)
 {
+    SIM_FAIL_POINT(cuDevicePrimaryCtxRelease_v2);
     CUresult result = primary_check(device);
     if (result != CUDA_SUCCESS)
         return result;
@@ -88,6 +90,7 @@ SIM_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice device)
 
 SIM_EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice device)
 {
+    SIM_FAIL_POINT(cuDevicePrimaryCtxReset_v2);
     CUresult result = primary_check(device);
     if (result != CUDA_SUCCESS)
         return result;
@@ -100,6 +103,7 @@ SIM_EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice device)
 
 SIM_EXPORT CUresult cuDevicePrimaryCtxGetState(CUdevice device, unsigned int *flags, int *active)
 {
+    SIM_FAIL_POINT(cuDevicePrimaryCtxGetState);
     CUresult result = primary_check(device);
     if (result != CUDA_SUCCESS)
         return result;
@@ -114,6 +118,7 @@ SIM_EXPORT CUresult cuDevicePrimaryCtxGetState(CUdevice device, unsigned int *fl
 
 SIM_EXPORT CUresult cuDevicePrimaryCtxSetFlags_v2(CUdevice device, unsigned int flags)
 {
+    SIM_FAIL_POINT(cuDevicePrimaryCtxSetFlags_v2);
     CUresult result = primary_check(device);
     if (result != CUDA_SUCCESS)
         return result;
@@ -167,12 +172,14 @@ static CUresult context_create(CUcontext *pctx, unsigned int flags, CUdevice dev
 
 SIM_EXPORT CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice device)
 {
+    SIM_FAIL_POINT(cuCtxCreate_v2);
     return context_create(pctx, flags, device);
 }
 
 SIM_EXPORT CUresult cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *params, int count,
                                    unsigned int flags, CUdevice device)
 {
+    SIM_FAIL_POINT(cuCtxCreate_v3);
     if (count < 0 || (count > 0 && !params))
         return CUDA_ERROR_INVALID_VALUE;
     if (count > 0)
@@ -183,6 +190,7 @@ SIM_EXPORT CUresult cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *params,
 SIM_EXPORT CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *params, unsigned int flags,
                                    CUdevice device)
 {
+    SIM_FAIL_POINT(cuCtxCreate_v4);
     if (params && (params->numExecAffinityParams > 0 || params->cigParams))
         return sim_not_supported("cuCtxCreate_v4 with affinity or CIG parameters");
     return context_create(pctx, flags, device);
@@ -190,6 +198,7 @@ SIM_EXPORT CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *params, u
 
 SIM_EXPORT CUresult cuCtxDestroy_v2(CUcontext handle)
 {
+    SIM_FAIL_POINT(cuCtxDestroy_v2);
     CUresult result = sim_check_init();
     if (result != CUDA_SUCCESS)
         return result;
@@ -218,6 +227,7 @@ SIM_EXPORT CUresult cuCtxDestroy_v2(CUcontext handle)
 
 SIM_EXPORT CUresult cuCtxGetCurrent(CUcontext *pctx)
 {
+    SIM_FAIL_POINT(cuCtxGetCurrent);
     CUresult result = sim_check_init();
     if (result != CUDA_SUCCESS)
         return result;
@@ -229,6 +239,7 @@ SIM_EXPORT CUresult cuCtxGetCurrent(CUcontext *pctx)
 
 SIM_EXPORT CUresult cuCtxSetCurrent(CUcontext handle)
 {
+    SIM_FAIL_POINT(cuCtxSetCurrent);
     CUresult result = sim_check_init();
     if (result != CUDA_SUCCESS)
         return result;
@@ -251,6 +262,7 @@ SIM_EXPORT CUresult cuCtxSetCurrent(CUcontext handle)
 
 SIM_EXPORT CUresult cuCtxPushCurrent_v2(CUcontext handle)
 {
+    SIM_FAIL_POINT(cuCtxPushCurrent_v2);
     CUresult result = sim_check_init();
     if (result != CUDA_SUCCESS)
         return result;
@@ -267,6 +279,7 @@ SIM_EXPORT CUresult cuCtxPushCurrent_v2(CUcontext handle)
 
 SIM_EXPORT CUresult cuCtxPopCurrent_v2(CUcontext *pctx)
 {
+    SIM_FAIL_POINT(cuCtxPopCurrent_v2);
     CUresult result = sim_check_init();
     if (result != CUDA_SUCCESS)
         return result;
@@ -293,11 +306,13 @@ static CUresult ctx_synchronized(CUresult result)
 
 SIM_EXPORT CUresult cuCtxSynchronize(void)
 {
+    SIM_FAIL_POINT(cuCtxSynchronize);
     return ctx_synchronized(sim_current_context(NULL));
 }
 
 SIM_EXPORT CUresult cuCtxSynchronize_v2(CUcontext handle)
 {
+    SIM_FAIL_POINT(cuCtxSynchronize_v2);
     if (handle == NULL)
         return ctx_synchronized(sim_current_context(NULL));
     CUresult result = sim_check_init();
@@ -311,6 +326,7 @@ SIM_EXPORT CUresult cuCtxSynchronize_v2(CUcontext handle)
 
 SIM_EXPORT CUresult cuCtxGetDevice(CUdevice *device)
 {
+    SIM_FAIL_POINT(cuCtxGetDevice);
     sim_context *ctx;
     CUresult result = sim_current_context(&ctx);
     if (result != CUDA_SUCCESS)
@@ -323,6 +339,7 @@ SIM_EXPORT CUresult cuCtxGetDevice(CUdevice *device)
 
 SIM_EXPORT CUresult cuCtxGetDevice_v2(CUdevice *device, CUcontext handle)
 {
+    SIM_FAIL_POINT(cuCtxGetDevice_v2);
     if (handle == NULL)
         return cuCtxGetDevice(device);
     CUresult result = sim_check_init();
@@ -340,6 +357,7 @@ SIM_EXPORT CUresult cuCtxGetDevice_v2(CUdevice *device, CUcontext handle)
 
 SIM_EXPORT CUresult cuCtxGetFlags(unsigned int *flags)
 {
+    SIM_FAIL_POINT(cuCtxGetFlags);
     sim_context *ctx;
     CUresult result = sim_current_context(&ctx);
     if (result != CUDA_SUCCESS)
@@ -352,6 +370,7 @@ SIM_EXPORT CUresult cuCtxGetFlags(unsigned int *flags)
 
 SIM_EXPORT CUresult cuCtxGetApiVersion(CUcontext handle, unsigned int *version)
 {
+    SIM_FAIL_POINT(cuCtxGetApiVersion);
     CUresult result = sim_check_init();
     if (result != CUDA_SUCCESS)
         return result;
@@ -374,6 +393,7 @@ SIM_EXPORT CUresult cuCtxGetApiVersion(CUcontext handle, unsigned int *version)
 
 SIM_EXPORT CUresult cuCtxGetId(CUcontext handle, unsigned long long *id)
 {
+    SIM_FAIL_POINT(cuCtxGetId);
     CUresult result = sim_check_init();
     if (result != CUDA_SUCCESS)
         return result;

@@ -43,40 +43,40 @@ static CUresult copy(uintptr_t dst, copy_side dst_side, uintptr_t src, copy_side
 #define U SIDE_UNIFIED
 
 SIM_EXPORT CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t n)
-{ return copy(dst, U, src, U, n, NULL, true); }
+{ SIM_FAIL_POINT(cuMemcpy); return copy(dst, U, src, U, n, NULL, true); }
 SIM_EXPORT CUresult cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src, size_t n)
-{ return copy(dst, U, src, U, n, CU_STREAM_PER_THREAD, true); }
+{ SIM_FAIL_POINT(cuMemcpy_ptds); return copy(dst, U, src, U, n, CU_STREAM_PER_THREAD, true); }
 SIM_EXPORT CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)
-{ return copy(dst, U, src, U, n, s, false); }
+{ SIM_FAIL_POINT(cuMemcpyAsync); return copy(dst, U, src, U, n, s, false); }
 SIM_EXPORT CUresult cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)
-{ return copy(dst, U, src, U, n, s, false); }
+{ SIM_FAIL_POINT(cuMemcpyAsync_ptsz); return copy(dst, U, src, U, n, s, false); }
 
 SIM_EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n)
-{ return copy(dst, D, (uintptr_t)src, H, n, NULL, true); }
+{ SIM_FAIL_POINT(cuMemcpyHtoD_v2); return copy(dst, D, (uintptr_t)src, H, n, NULL, true); }
 SIM_EXPORT CUresult cuMemcpyHtoD_v2_ptds(CUdeviceptr dst, const void *src, size_t n)
-{ return copy(dst, D, (uintptr_t)src, H, n, CU_STREAM_PER_THREAD, true); }
+{ SIM_FAIL_POINT(cuMemcpyHtoD_v2_ptds); return copy(dst, D, (uintptr_t)src, H, n, CU_STREAM_PER_THREAD, true); }
 SIM_EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, CUstream s)
-{ return copy(dst, D, (uintptr_t)src, H, n, s, false); }
+{ SIM_FAIL_POINT(cuMemcpyHtoDAsync_v2); return copy(dst, D, (uintptr_t)src, H, n, s, false); }
 SIM_EXPORT CUresult cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dst, const void *src, size_t n, CUstream s)
-{ return copy(dst, D, (uintptr_t)src, H, n, s, false); }
+{ SIM_FAIL_POINT(cuMemcpyHtoDAsync_v2_ptsz); return copy(dst, D, (uintptr_t)src, H, n, s, false); }
 
 SIM_EXPORT CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n)
-{ return copy((uintptr_t)dst, H, src, D, n, NULL, true); }
+{ SIM_FAIL_POINT(cuMemcpyDtoH_v2); return copy((uintptr_t)dst, H, src, D, n, NULL, true); }
 SIM_EXPORT CUresult cuMemcpyDtoH_v2_ptds(void *dst, CUdeviceptr src, size_t n)
-{ return copy((uintptr_t)dst, H, src, D, n, CU_STREAM_PER_THREAD, true); }
+{ SIM_FAIL_POINT(cuMemcpyDtoH_v2_ptds); return copy((uintptr_t)dst, H, src, D, n, CU_STREAM_PER_THREAD, true); }
 SIM_EXPORT CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, CUstream s)
-{ return copy((uintptr_t)dst, H, src, D, n, s, false); }
+{ SIM_FAIL_POINT(cuMemcpyDtoHAsync_v2); return copy((uintptr_t)dst, H, src, D, n, s, false); }
 SIM_EXPORT CUresult cuMemcpyDtoHAsync_v2_ptsz(void *dst, CUdeviceptr src, size_t n, CUstream s)
-{ return copy((uintptr_t)dst, H, src, D, n, s, false); }
+{ SIM_FAIL_POINT(cuMemcpyDtoHAsync_v2_ptsz); return copy((uintptr_t)dst, H, src, D, n, s, false); }
 
 SIM_EXPORT CUresult cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t n)
-{ return copy(dst, D, src, D, n, NULL, false); }
+{ SIM_FAIL_POINT(cuMemcpyDtoD_v2); return copy(dst, D, src, D, n, NULL, false); }
 SIM_EXPORT CUresult cuMemcpyDtoD_v2_ptds(CUdeviceptr dst, CUdeviceptr src, size_t n)
-{ return copy(dst, D, src, D, n, CU_STREAM_PER_THREAD, false); }
+{ SIM_FAIL_POINT(cuMemcpyDtoD_v2_ptds); return copy(dst, D, src, D, n, CU_STREAM_PER_THREAD, false); }
 SIM_EXPORT CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)
-{ return copy(dst, D, src, D, n, s, false); }
+{ SIM_FAIL_POINT(cuMemcpyDtoDAsync_v2); return copy(dst, D, src, D, n, s, false); }
 SIM_EXPORT CUresult cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)
-{ return copy(dst, D, src, D, n, s, false); }
+{ SIM_FAIL_POINT(cuMemcpyDtoDAsync_v2_ptsz); return copy(dst, D, src, D, n, s, false); }
 
 /* ---------------------------------------------------------------- memset */
 
@@ -99,26 +99,26 @@ static CUresult memset_elements(CUdeviceptr dst, unsigned int value, size_t elem
 }
 
 SIM_EXPORT CUresult cuMemsetD8_v2(CUdeviceptr dst, unsigned char v, size_t n)
-{ return memset_elements(dst, v, 1, n, NULL); }
+{ SIM_FAIL_POINT(cuMemsetD8_v2); return memset_elements(dst, v, 1, n, NULL); }
 SIM_EXPORT CUresult cuMemsetD8_v2_ptds(CUdeviceptr dst, unsigned char v, size_t n)
-{ return memset_elements(dst, v, 1, n, CU_STREAM_PER_THREAD); }
+{ SIM_FAIL_POINT(cuMemsetD8_v2_ptds); return memset_elements(dst, v, 1, n, CU_STREAM_PER_THREAD); }
 SIM_EXPORT CUresult cuMemsetD16_v2(CUdeviceptr dst, unsigned short v, size_t n)
-{ return memset_elements(dst, v, 2, n, NULL); }
+{ SIM_FAIL_POINT(cuMemsetD16_v2); return memset_elements(dst, v, 2, n, NULL); }
 SIM_EXPORT CUresult cuMemsetD16_v2_ptds(CUdeviceptr dst, unsigned short v, size_t n)
-{ return memset_elements(dst, v, 2, n, CU_STREAM_PER_THREAD); }
+{ SIM_FAIL_POINT(cuMemsetD16_v2_ptds); return memset_elements(dst, v, 2, n, CU_STREAM_PER_THREAD); }
 SIM_EXPORT CUresult cuMemsetD32_v2(CUdeviceptr dst, unsigned int v, size_t n)
-{ return memset_elements(dst, v, 4, n, NULL); }
+{ SIM_FAIL_POINT(cuMemsetD32_v2); return memset_elements(dst, v, 4, n, NULL); }
 SIM_EXPORT CUresult cuMemsetD32_v2_ptds(CUdeviceptr dst, unsigned int v, size_t n)
-{ return memset_elements(dst, v, 4, n, CU_STREAM_PER_THREAD); }
+{ SIM_FAIL_POINT(cuMemsetD32_v2_ptds); return memset_elements(dst, v, 4, n, CU_STREAM_PER_THREAD); }
 SIM_EXPORT CUresult cuMemsetD8Async(CUdeviceptr dst, unsigned char v, size_t n, CUstream s)
-{ return memset_elements(dst, v, 1, n, s); }
+{ SIM_FAIL_POINT(cuMemsetD8Async); return memset_elements(dst, v, 1, n, s); }
 SIM_EXPORT CUresult cuMemsetD8Async_ptsz(CUdeviceptr dst, unsigned char v, size_t n, CUstream s)
-{ return memset_elements(dst, v, 1, n, s); }
+{ SIM_FAIL_POINT(cuMemsetD8Async_ptsz); return memset_elements(dst, v, 1, n, s); }
 SIM_EXPORT CUresult cuMemsetD16Async(CUdeviceptr dst, unsigned short v, size_t n, CUstream s)
-{ return memset_elements(dst, v, 2, n, s); }
+{ SIM_FAIL_POINT(cuMemsetD16Async); return memset_elements(dst, v, 2, n, s); }
 SIM_EXPORT CUresult cuMemsetD16Async_ptsz(CUdeviceptr dst, unsigned short v, size_t n, CUstream s)
-{ return memset_elements(dst, v, 2, n, s); }
+{ SIM_FAIL_POINT(cuMemsetD16Async_ptsz); return memset_elements(dst, v, 2, n, s); }
 SIM_EXPORT CUresult cuMemsetD32Async(CUdeviceptr dst, unsigned int v, size_t n, CUstream s)
-{ return memset_elements(dst, v, 4, n, s); }
+{ SIM_FAIL_POINT(cuMemsetD32Async); return memset_elements(dst, v, 4, n, s); }
 SIM_EXPORT CUresult cuMemsetD32Async_ptsz(CUdeviceptr dst, unsigned int v, size_t n, CUstream s)
-{ return memset_elements(dst, v, 4, n, s); }
+{ SIM_FAIL_POINT(cuMemsetD32Async_ptsz); return memset_elements(dst, v, 4, n, s); }

@@ -28,7 +28,9 @@ SIM_EXPORT CUresult cuInit(unsigned int flags)
             sim.primary = &primary;
             sim.default_pool = &default_pool;
             sim.initialized = true;
-            sim_info("device memory %zu MiB, HOST_NUMA nodes %d%s", sim.config.device_capacity >> 20,
+            sim_info("device memory %zu MiB%s, HOST_NUMA nodes %d%s", sim.config.device_capacity >> 20,
+                     sim.config.capacity_default ? " (SIMCUDA_MEM unset: 16 GiB or half the host's memory, the less)"
+                                                 : "",
                      sim.config.numa_node_count, sim.config.host_numa_vmm ? "" : " (HOST_NUMA VMM off)");
         }
     } else if (!sim.initialized) {
@@ -40,6 +42,7 @@ SIM_EXPORT CUresult cuInit(unsigned int flags)
 
 SIM_EXPORT CUresult cuDriverGetVersion(int *version)
 {
+    SIM_FAIL_POINT(cuDriverGetVersion);
     if (!version)
         return CUDA_ERROR_INVALID_VALUE;
     *version = SIM_DRIVER_VERSION;
@@ -56,6 +59,7 @@ static CUresult check_device(CUdevice device)
 
 SIM_EXPORT CUresult cuDeviceGet(CUdevice *device, int ordinal)
 {
+    SIM_FAIL_POINT(cuDeviceGet);
     CUresult result = sim_check_init();
     if (result != CUDA_SUCCESS)
         return result;
@@ -69,6 +73,7 @@ SIM_EXPORT CUresult cuDeviceGet(CUdevice *device, int ordinal)
 
 SIM_EXPORT CUresult cuDeviceGetCount(int *count)
 {
+    SIM_FAIL_POINT(cuDeviceGetCount);
     CUresult result = sim_check_init();
     if (result != CUDA_SUCCESS)
         return result;
@@ -80,6 +85,7 @@ SIM_EXPORT CUresult cuDeviceGetCount(int *count)
 
 SIM_EXPORT CUresult cuDeviceGetName(char *name, int length, CUdevice device)
 {
+    SIM_FAIL_POINT(cuDeviceGetName);
     CUresult result = check_device(device);
     if (result != CUDA_SUCCESS)
         return result;
@@ -92,6 +98,7 @@ SIM_EXPORT CUresult cuDeviceGetName(char *name, int length, CUdevice device)
 
 SIM_EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice device)
 {
+    SIM_FAIL_POINT(cuDeviceTotalMem_v2);
     CUresult result = check_device(device);
     if (result != CUDA_SUCCESS)
         return result;
@@ -115,8 +122,8 @@ static CUresult device_uuid(CUuuid *uuid, CUdevice device)
 
 /* cuda.h maps the name to _v2; both ABIs are exported. */
 #undef cuDeviceGetUuid
-SIM_EXPORT CUresult cuDeviceGetUuid(CUuuid *uuid, CUdevice device) { return device_uuid(uuid, device); }
-SIM_EXPORT CUresult cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice device) { return device_uuid(uuid, device); }
+SIM_EXPORT CUresult cuDeviceGetUuid(CUuuid *uuid, CUdevice device) { SIM_FAIL_POINT(cuDeviceGetUuid); return device_uuid(uuid, device); }
+SIM_EXPORT CUresult cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice device) { SIM_FAIL_POINT(cuDeviceGetUuid_v2); return device_uuid(uuid, device); }
 
 /* Attributes of an H200-class device. Attributes not listed read 0, like a feature the
  * device does not have. */
@@ -180,6 +187,7 @@ static int attribute_value(CUdevice_attribute attribute)
 
 SIM_EXPORT CUresult cuDeviceGetAttribute(int *value, CUdevice_attribute attribute, CUdevice device)
 {
+    SIM_FAIL_POINT(cuDeviceGetAttribute);
     CUresult result = check_device(device);
     if (result != CUDA_SUCCESS)
         return result;

@@ -37,8 +37,18 @@
 
 /* ---------------------------------------------------------------- configuration */
 
+#define SIM_MAX_FAIL_RULES   32
+
+/* One SIMCUDA_FAIL rule: the nth call of `name` returns `error`. */
+typedef struct sim_fail_rule {
+    char name[64];
+    uint64_t nth;
+    CUresult error;
+} sim_fail_rule;
+
 typedef struct sim_config {
     size_t device_capacity;                 /* SIMCUDA_MEM */
+    bool capacity_default;                  /* SIMCUDA_MEM unset: 16 GiB or half the host's memory */
     int numa_nodes[SIM_MAX_NUMA_NODES];     /* HOST_NUMA ids cuMemCreate accepts */
     int numa_node_count;
     bool host_numa_vmm;                     /* SIMCUDA_HOST_NUMA_VMM */
@@ -48,6 +58,8 @@ typedef struct sim_config {
     int cxl_node_count;
     bool host_time;                         /* SIMCUDA_HOST_TIME */
     bool async;                             /* SIMCUDA_ASYNC: streams run on worker threads */
+    sim_fail_rule fail[SIM_MAX_FAIL_RULES]; /* SIMCUDA_FAIL */
+    int fail_count;
 } sim_config;
 
 /* Parses the SIMCUDA_* environment; on a bad value prints one line naming it. */
@@ -307,6 +319,22 @@ void sim_async_stream_gone(sim_stream *stream);
 /* Lock held: an event's handle is gone, or an operation let go of it: frees it when
  * nothing points at it any more. */
 void sim_event_release(sim_event *event);
+
+/* ---------------------------------------------------------------- fault injection */
+
+/* True when this call of `name` is one SIMCUDA_FAIL makes fail; *error is what it returns. */
+bool sim_fail_inject(const char *name, CUresult *error);
+/* The exit summary's lines on the calls each rule counted (SIMCUDA_LOG=info). */
+void sim_fail_summary(void);
+/* The first statement of every implemented entry point. */
+#define SIM_FAIL_POINT(name)                                                 \
+    do {                                                                     \
+        CUresult sim_injected_;                                              \
+        if (sim_fail_inject(#name, &sim_injected_))                          \
+            return sim_injected_;                                            \
+    } while (0)
+/* An error code by its name (CUDA_ERROR_OUT_OF_MEMORY), from the error table. */
+bool sim_error_from_name(const char *name, size_t len, CUresult *code);
 
 /* ---------------------------------------------------------------- diagnostics */
 

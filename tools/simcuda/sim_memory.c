@@ -141,12 +141,14 @@ CUresult sim_device_free(CUdeviceptr dptr)
 
 SIM_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytes)
 {
+    SIM_FAIL_POINT(cuMemAlloc_v2);
     return sim_device_alloc(dptr, bytes, false, NULL);
 }
 
 SIM_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch, size_t width_bytes, size_t height,
                                        unsigned int element_size)
 {
+    SIM_FAIL_POINT(cuMemAllocPitch_v2);
     if (!dptr || !pitch || width_bytes == 0 || height == 0)
         return CUDA_ERROR_INVALID_VALUE;
     if (element_size != 4 && element_size != 8 && element_size != 16)
@@ -162,11 +164,13 @@ SIM_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch, size_t 
 
 SIM_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
 {
+    SIM_FAIL_POINT(cuMemFree_v2);
     return sim_device_free(dptr);
 }
 
 SIM_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytes, unsigned int flags)
 {
+    SIM_FAIL_POINT(cuMemAllocManaged);
     if (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST)
         return CUDA_ERROR_INVALID_VALUE;
     return sim_device_alloc(dptr, bytes, true, NULL);
@@ -204,20 +208,21 @@ static CUresult free_async(CUdeviceptr dptr, CUstream stream)
 }
 
 SIM_EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytes, CUstream stream)
-{ return alloc_async(dptr, bytes, stream); }
+{ SIM_FAIL_POINT(cuMemAllocAsync); return alloc_async(dptr, bytes, stream); }
 SIM_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytes, CUstream stream)
-{ return alloc_async(dptr, bytes, stream); }
+{ SIM_FAIL_POINT(cuMemAllocAsync_ptsz); return alloc_async(dptr, bytes, stream); }
 SIM_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytes, CUmemoryPool pool, CUstream stream)
-{ return alloc_from_pool(dptr, bytes, pool, stream); }
+{ SIM_FAIL_POINT(cuMemAllocFromPoolAsync); return alloc_from_pool(dptr, bytes, pool, stream); }
 SIM_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytes, CUmemoryPool pool, CUstream stream)
-{ return alloc_from_pool(dptr, bytes, pool, stream); }
+{ SIM_FAIL_POINT(cuMemAllocFromPoolAsync_ptsz); return alloc_from_pool(dptr, bytes, pool, stream); }
 SIM_EXPORT CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream stream)
-{ return free_async(dptr, stream); }
+{ SIM_FAIL_POINT(cuMemFreeAsync); return free_async(dptr, stream); }
 SIM_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream stream)
-{ return free_async(dptr, stream); }
+{ SIM_FAIL_POINT(cuMemFreeAsync_ptsz); return free_async(dptr, stream); }
 
 SIM_EXPORT CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool, CUdevice device)
 {
+    SIM_FAIL_POINT(cuDeviceGetDefaultMemPool);
     CUresult result = sim_check_init();
     if (result != CUDA_SUCCESS)
         return result;
@@ -231,11 +236,13 @@ SIM_EXPORT CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool, CUdevice devic
 
 SIM_EXPORT CUresult cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice device)
 {
+    SIM_FAIL_POINT(cuDeviceGetMemPool);
     return cuDeviceGetDefaultMemPool(pool, device);
 }
 
 SIM_EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *props)
 {
+    SIM_FAIL_POINT(cuMemPoolCreate);
     CUresult result = sim_check_init();
     if (result != CUDA_SUCCESS)
         return result;
@@ -263,6 +270,7 @@ static void free_pool_allocation(sim_region *region, void *pool)
 
 SIM_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool)
 {
+    SIM_FAIL_POINT(cuMemPoolDestroy);
     CUresult result = sim_check_init();
     if (result != CUDA_SUCCESS)
         return result;
@@ -282,6 +290,7 @@ SIM_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool)
 
 SIM_EXPORT CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t keep)
 {
+    SIM_FAIL_POINT(cuMemPoolTrimTo);
     (void)keep;
     CUresult result = sim_check_init();
     if (result != CUDA_SUCCESS)
@@ -294,6 +303,7 @@ SIM_EXPORT CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t keep)
 
 SIM_EXPORT CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attribute, void *value)
 {
+    SIM_FAIL_POINT(cuMemPoolSetAttribute);
     CUresult result = sim_check_init();
     if (result != CUDA_SUCCESS)
         return result;
@@ -317,6 +327,7 @@ SIM_EXPORT CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute
 
 SIM_EXPORT CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attribute, void *value)
 {
+    SIM_FAIL_POINT(cuMemPoolGetAttribute);
     CUresult result = sim_check_init();
     if (result != CUDA_SUCCESS)
         return result;
@@ -380,11 +391,13 @@ static CUresult host_alloc(void **pp, size_t bytes, unsigned int flags)
 
 SIM_EXPORT CUresult cuMemAllocHost_v2(void **pp, size_t bytes)
 {
+    SIM_FAIL_POINT(cuMemAllocHost_v2);
     return host_alloc(pp, bytes, 0);
 }
 
 SIM_EXPORT CUresult cuMemHostAlloc(void **pp, size_t bytes, unsigned int flags)
 {
+    SIM_FAIL_POINT(cuMemHostAlloc);
     if (flags & ~(unsigned)(CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_WRITECOMBINED))
         return CUDA_ERROR_INVALID_VALUE;
     return host_alloc(pp, bytes, flags);
@@ -392,6 +405,7 @@ SIM_EXPORT CUresult cuMemHostAlloc(void **pp, size_t bytes, unsigned int flags)
 
 SIM_EXPORT CUresult cuMemFreeHost(void *p)
 {
+    SIM_FAIL_POINT(cuMemFreeHost);
     return destroy_region_at((uintptr_t)p, REGION_HOST_ALLOC, CUDA_ERROR_INVALID_VALUE);
 }
 
@@ -406,6 +420,7 @@ static bool host_range_mapped(void *p, size_t bytes)
 
 SIM_EXPORT CUresult cuMemHostRegister_v2(void *p, size_t bytes, unsigned int flags)
 {
+    SIM_FAIL_POINT(cuMemHostRegister_v2);
     const unsigned known = CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP |
                            CU_MEMHOSTREGISTER_IOMEMORY | CU_MEMHOSTREGISTER_READ_ONLY;
     if (!p || bytes == 0 || (flags & ~known) || (uintptr_t)p + bytes < (uintptr_t)p)
@@ -443,11 +458,13 @@ SIM_EXPORT CUresult cuMemHostRegister_v2(void *p, size_t bytes, unsigned int fla
 
 SIM_EXPORT CUresult cuMemHostUnregister(void *p)
 {
+    SIM_FAIL_POINT(cuMemHostUnregister);
     return destroy_region_at((uintptr_t)p, REGION_HOST_REGISTERED, CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED);
 }
 
 SIM_EXPORT CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *pdptr, void *p, unsigned int flags)
 {
+    SIM_FAIL_POINT(cuMemHostGetDevicePointer_v2);
     if (!pdptr || flags != 0)
         return CUDA_ERROR_INVALID_VALUE;
     sim_lock();
@@ -465,6 +482,7 @@ SIM_EXPORT CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *pdptr, void *p, un
 
 SIM_EXPORT CUresult cuMemHostGetFlags(unsigned int *flags, void *p)
 {
+    SIM_FAIL_POINT(cuMemHostGetFlags);
     if (!flags)
         return CUDA_ERROR_INVALID_VALUE;
     sim_lock();
@@ -517,6 +535,7 @@ void sim_memory_release_context(sim_context *ctx)
 
 SIM_EXPORT CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total_bytes)
 {
+    SIM_FAIL_POINT(cuMemGetInfo_v2);
     if (!free_bytes || !total_bytes)
         return CUDA_ERROR_INVALID_VALUE;
     sim_lock();
@@ -531,6 +550,7 @@ SIM_EXPORT CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total_bytes)
 
 SIM_EXPORT CUresult cuMemGetAddressRange_v2(CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr)
 {
+    SIM_FAIL_POINT(cuMemGetAddressRange_v2);
     sim_lock();
     CUresult result = sim_current_context_locked(NULL);
     if (result == CUDA_SUCCESS) {
@@ -651,6 +671,7 @@ static CUresult attribute_value(void *data, CUpointer_attribute attribute, uintp
 
 SIM_EXPORT CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr)
 {
+    SIM_FAIL_POINT(cuPointerGetAttribute);
     if (!data)
         return CUDA_ERROR_INVALID_VALUE;
     sim_lock();
@@ -666,6 +687,7 @@ SIM_EXPORT CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attrib
 SIM_EXPORT CUresult cuPointerGetAttributes(unsigned int count, CUpointer_attribute *attributes, void **data,
                                            CUdeviceptr ptr)
 {
+    SIM_FAIL_POINT(cuPointerGetAttributes);
     if (count == 0 || !attributes || !data)
         return CUDA_ERROR_INVALID_VALUE;
     sim_lock();

@@ -106,6 +106,7 @@ static void module_close(sim_module *module)
 
 SIM_EXPORT CUresult cuModuleLoad(CUmodule *handle, const char *path)
 {
+    SIM_FAIL_POINT(cuModuleLoad);
     if (!handle || !path)
         return CUDA_ERROR_INVALID_VALUE;
     CUresult result = sim_current_context(NULL);
@@ -166,12 +167,14 @@ static CUresult load_data(CUmodule *handle, const void *image)
 
 SIM_EXPORT CUresult cuModuleLoadData(CUmodule *handle, const void *image)
 {
+    SIM_FAIL_POINT(cuModuleLoadData);
     return load_data(handle, image);
 }
 
 SIM_EXPORT CUresult cuModuleLoadDataEx(CUmodule *handle, const void *image, unsigned int num_options,
                                        CUjit_option *options, void **option_values)
 {
+    SIM_FAIL_POINT(cuModuleLoadDataEx);
     (void)options;
     (void)option_values;
     (void)num_options; /* JIT options have nothing to act on for host code */
@@ -180,11 +183,13 @@ SIM_EXPORT CUresult cuModuleLoadDataEx(CUmodule *handle, const void *image, unsi
 
 SIM_EXPORT CUresult cuModuleLoadFatBinary(CUmodule *handle, const void *image)
 {
+    SIM_FAIL_POINT(cuModuleLoadFatBinary);
     return load_data(handle, image);
 }
 
 SIM_EXPORT CUresult cuModuleUnload(CUmodule handle)
 {
+    SIM_FAIL_POINT(cuModuleUnload);
     CUresult result = sim_check_init();
     if (result != CUDA_SUCCESS)
         return result;
@@ -204,6 +209,7 @@ SIM_EXPORT CUresult cuModuleUnload(CUmodule handle)
 
 SIM_EXPORT CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule handle, const char *name)
 {
+    SIM_FAIL_POINT(cuModuleGetFunction);
     if (!hfunc || !name)
         return CUDA_ERROR_INVALID_VALUE;
     CUresult result = sim_current_context(NULL);
@@ -272,6 +278,7 @@ void sim_module_release_context(sim_context *ctx)
 
 SIM_EXPORT CUresult cuFuncSetAttribute(CUfunction handle, CUfunction_attribute attribute, int value)
 {
+    SIM_FAIL_POINT(cuFuncSetAttribute);
     CUresult result = sim_check_init();
     if (result != CUDA_SUCCESS)
         return result;
@@ -293,6 +300,7 @@ SIM_EXPORT CUresult cuFuncSetAttribute(CUfunction handle, CUfunction_attribute a
 
 SIM_EXPORT CUresult cuFuncGetAttribute(int *value, CUfunction_attribute attribute, CUfunction handle)
 {
+    SIM_FAIL_POINT(cuFuncGetAttribute);
     if (!value)
         return CUDA_ERROR_INVALID_VALUE;
     CUresult result = sim_check_init();
@@ -402,6 +410,7 @@ static CUresult launch_kernel(CUfunction handle, unsigned gx, unsigned gy, unsig
 SIM_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                                    unsigned bz, unsigned shared_bytes, CUstream stream, void **params, void **extra)
 {
+    SIM_FAIL_POINT(cuLaunchKernel);
     return launch_kernel(f, gx, gy, gz, bx, by, bz, shared_bytes, stream, params, extra);
 }
 
@@ -409,5 +418,6 @@ SIM_EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, 
                                         unsigned by, unsigned bz, unsigned shared_bytes, CUstream stream,
                                         void **params, void **extra)
 {
+    SIM_FAIL_POINT(cuLaunchKernel_ptsz);
     return launch_kernel(f, gx, gy, gz, bx, by, bz, shared_bytes, stream, params, extra);
 }

@@ -58,6 +58,7 @@ static CUresult resolve(const char *symbol, void **pfn, int cuda_version, cuuint
 SIM_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cuda_version, cuuint64_t flags,
                                         CUdriverProcAddressQueryResult *status)
 {
+    SIM_FAIL_POINT(cuGetProcAddress_v2);
     return resolve(symbol, pfn, cuda_version, flags, status);
 }
 
@@ -65,6 +66,7 @@ SIM_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cuda
 #undef cuGetProcAddress
 SIM_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int cuda_version, cuuint64_t flags)
 {
+    SIM_FAIL_POINT(cuGetProcAddress);
     return resolve(symbol, pfn, cuda_version, flags, NULL);
 }
 
@@ -93,6 +95,17 @@ static const error_text *error_find(CUresult code)
         if (errors[i].code == code)
             return &errors[i];
     return NULL;
+}
+
+bool sim_error_from_name(const char *name, size_t len, CUresult *code)
+{
+    for (size_t i = 0; i < sizeof errors / sizeof errors[0]; i++) {
+        if (strlen(errors[i].name) == len && strncmp(errors[i].name, name, len) == 0) {
+            *code = errors[i].code;
+            return true;
+        }
+    }
+    return false;
 }
 
 SIM_EXPORT CUresult cuGetErrorName(CUresult code, const char **name)

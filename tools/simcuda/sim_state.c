@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "tools/simcuda/sim_internal.h"
+#include "tools/simcuda/sim_symbols.h"
 
 sim_state sim = { .lock = PTHREAD_MUTEX_INITIALIZER, .async_done = PTHREAD_COND_INITIALIZER };
 
@@ -136,6 +137,17 @@ static const char *lookup_environment(const char *name)
     return getenv(name);
 }
 
+/* 16 GiB, or half the host's memory when that is less: programs that size buffers from
+ * free device memory must not be handed more than the host can back. */
+static size_t default_capacity(void)
+{
+    size_t capacity = (size_t)16 << 30;
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages > 0 && page > 0 && (size_t)pages * (size_t)page / 2 < capacity)
+        capacity = (size_t)pages * (size_t)page / 2 / SIM_GRANULARITY * SIM_GRANULARITY;
+    return capacity;
+}
+
 static void host_numa_nodes(sim_config *config)
 {
     config->numa_node_count = 0;
@@ -148,17 +160,61 @@ static void host_numa_nodes(sim_config *config)
             config->numa_nodes[config->numa_node_count++] = node;
 }
 
+/* Parses "cuMemCreate:3,cuMemMap:1:CUDA_ERROR_INVALID_VALUE": a driver function simcuda
+ * exports, which call of it fails (from 1), and the error (default out of memory). */
+static bool parse_fail_rules(const char *text, sim_config *config)
+{
+    config->fail_count = 0;
+    for (const char *item = text; *item;) {
+        const char *end = strchr(item, ',');
+        size_t len = end ? (size_t)(end - item) : strlen(item);
+        const char *colon = memchr(item, ':', len);
+        if (!colon || config->fail_count == SIM_MAX_FAIL_RULES)
+            return false;
+        sim_fail_rule *rule = &config->fail[config->fail_count];
+        size_t name_len = (size_t)(colon - item);
+        bool known = false;
+        for (size_t i = 0; i < sim_symbol_count && !known; i++)
+            known = strlen(sim_symbols[i].name) == name_len && strncmp(sim_symbols[i].name, item, name_len) == 0;
+        if (!known || name_len >= sizeof rule->name)
+            return false;
+        memcpy(rule->name, item, name_len);
+        rule->name[name_len] = '\0';
+        const char *number = colon + 1, *stop = item + len;
+        char *after;
+        if (!isdigit((unsigned char)*number))
+            return false;
+        errno = 0;
+        unsigned long long nth = strtoull(number, &after, 10);
+        if (errno || nth == 0 || after > stop)
+            return false;
+        rule->nth = nth;
+        rule->error = CUDA_ERROR_OUT_OF_MEMORY;
+        if (after < stop && (*after != ':' || !sim_error_from_name(after + 1, (size_t)(stop - after - 1), &rule->error)))
+            return false;
+        config->fail_count++;
+        item = end ? end + 1 : stop;
+        if (end && !*item)
+            return false;
+    }
+    return config->fail_count > 0;
+}
+
 CUresult sim_config_load(sim_config *config)
 {
     memset(config, 0, sizeof *config);
-    config->device_capacity = (size_t)16 << 30;
+    config->device_capacity = default_capacity();
+    config->capacity_default = true;
     config->host_numa_vmm = true;
     host_numa_nodes(config);
 
     const char *value;
-    if ((value = getenv("SIMCUDA_MEM")) && *value && !parse_size(value, &config->device_capacity)) {
-        sim_log("SIMCUDA_MEM='%s' is not a size (accepts bytes, or a number with K, M, G or T, e.g. 512M)", value);
-        return CUDA_ERROR_INVALID_VALUE;
+    if ((value = getenv("SIMCUDA_MEM")) && *value) {
+        if (!parse_size(value, &config->device_capacity)) {
+            sim_log("SIMCUDA_MEM='%s' is not a size (accepts bytes, or a number with K, M, G or T, e.g. 512M)", value);
+            return CUDA_ERROR_INVALID_VALUE;
+        }
+        config->capacity_default = false;
     }
     if ((value = getenv("SIMCUDA_NUMA_NODES")) && *value &&
         !parse_node_list(value, config->numa_nodes, &config->numa_node_count)) {
@@ -177,6 +233,11 @@ CUresult sim_config_load(sim_config *config)
         return CUDA_ERROR_INVALID_VALUE;
     if (!sim_profile_load(&config->profile, lookup_environment))
         return CUDA_ERROR_INVALID_VALUE;
+    if ((value = getenv("SIMCUDA_FAIL")) && *value && !parse_fail_rules(value, config)) {
+        sim_log("SIMCUDA_FAIL='%s' is not a list of FUNCTION:N[:ERROR] (a driver function, the call that fails "
+                "counting from 1, a CUDA_ERROR_* name; e.g. cuMemCreate:3,cuMemMap:1:CUDA_ERROR_INVALID_VALUE)", value);
+        return CUDA_ERROR_INVALID_VALUE;
+    }
     if ((value = getenv("SIMCUDA_LOG")) && *value) {
         if (strcmp(value, "info") == 0)
             config->log_level = 1;
@@ -336,6 +397,12 @@ static void format_bytes(char *out, size_t size, uint64_t bytes)
         snprintf(out, size, "%.1f MiB", (double)bytes / (1ull << 20));
 }
 
+static void count_region(sim_region *region, void *count)
+{
+    (void)region;
+    ++*(size_t *)count;
+}
+
 static void exit_summary(void)
 {
     if (!sim.initialized || sim.forked_after_init || sim.config.log_level < 1)
@@ -348,6 +415,12 @@ static void exit_summary(void)
              sim.device_used, in_use, sim.live_device_allocations, peak, cap);
     sim_info("exit: %llu kernel launches", (unsigned long long)sim.launches);
     sim_time_summary();
+    size_t handles = 0, reservations = 0;
+    for (sim_object *o = sim.objects; o; o = o->hh.next)
+        handles += o->kind == SIM_PHYS;
+    sim_region_each(TREE_RESERVATIONS, count_region, &reservations);
+    sim_info("exit: %zu physical allocations and %zu address reservations live", handles, reservations);
+    sim_fail_summary();
 }
 
 /* A child of a process that initialised the driver inherits no usable driver state:

@@ -67,16 +67,19 @@ static CUresult stream_create(CUstream *handle, unsigned int flags, int priority
 
 SIM_EXPORT CUresult cuStreamCreate(CUstream *handle, unsigned int flags)
 {
+    SIM_FAIL_POINT(cuStreamCreate);
     return stream_create(handle, flags, 0);
 }
 
 SIM_EXPORT CUresult cuStreamCreateWithPriority(CUstream *handle, unsigned int flags, int priority)
 {
+    SIM_FAIL_POINT(cuStreamCreateWithPriority);
     return stream_create(handle, flags, priority);
 }
 
 SIM_EXPORT CUresult cuCtxGetStreamPriorityRange(int *least, int *greatest)
 {
+    SIM_FAIL_POINT(cuCtxGetStreamPriorityRange);
     CUresult result = sim_current_context(NULL);
     if (result != CUDA_SUCCESS)
         return result;
@@ -89,6 +92,7 @@ SIM_EXPORT CUresult cuCtxGetStreamPriorityRange(int *least, int *greatest)
 
 SIM_EXPORT CUresult cuStreamDestroy_v2(CUstream handle)
 {
+    SIM_FAIL_POINT(cuStreamDestroy_v2);
     sim_lock();
     CUresult result = sim_current_context_locked(NULL);
     sim_stream *stream = NULL;
@@ -131,10 +135,10 @@ static CUresult stream_query(CUstream handle)
     return result;
 }
 
-SIM_EXPORT CUresult cuStreamSynchronize(CUstream handle) { return stream_synchronize(handle); }
-SIM_EXPORT CUresult cuStreamSynchronize_ptsz(CUstream handle) { return stream_synchronize(handle); }
-SIM_EXPORT CUresult cuStreamQuery(CUstream handle) { return stream_query(handle); }
-SIM_EXPORT CUresult cuStreamQuery_ptsz(CUstream handle) { return stream_query(handle); }
+SIM_EXPORT CUresult cuStreamSynchronize(CUstream handle) { SIM_FAIL_POINT(cuStreamSynchronize); return stream_synchronize(handle); }
+SIM_EXPORT CUresult cuStreamSynchronize_ptsz(CUstream handle) { SIM_FAIL_POINT(cuStreamSynchronize_ptsz); return stream_synchronize(handle); }
+SIM_EXPORT CUresult cuStreamQuery(CUstream handle) { SIM_FAIL_POINT(cuStreamQuery); return stream_query(handle); }
+SIM_EXPORT CUresult cuStreamQuery_ptsz(CUstream handle) { SIM_FAIL_POINT(cuStreamQuery_ptsz); return stream_query(handle); }
 
 static CUresult stream_wait_event(CUstream handle, CUevent event_handle, unsigned int flags)
 {
@@ -158,9 +162,9 @@ static CUresult stream_wait_event(CUstream handle, CUevent event_handle, unsigne
 }
 
 SIM_EXPORT CUresult cuStreamWaitEvent(CUstream handle, CUevent event, unsigned int flags)
-{ return stream_wait_event(handle, event, flags); }
+{ SIM_FAIL_POINT(cuStreamWaitEvent); return stream_wait_event(handle, event, flags); }
 SIM_EXPORT CUresult cuStreamWaitEvent_ptsz(CUstream handle, CUevent event, unsigned int flags)
-{ return stream_wait_event(handle, event, flags); }
+{ SIM_FAIL_POINT(cuStreamWaitEvent_ptsz); return stream_wait_event(handle, event, flags); }
 
 static CUresult stream_get_flags(CUstream handle, unsigned int *flags)
 {
@@ -173,8 +177,8 @@ static CUresult stream_get_flags(CUstream handle, unsigned int *flags)
     return result;
 }
 
-SIM_EXPORT CUresult cuStreamGetFlags(CUstream handle, unsigned int *flags) { return stream_get_flags(handle, flags); }
-SIM_EXPORT CUresult cuStreamGetFlags_ptsz(CUstream handle, unsigned int *flags) { return stream_get_flags(handle, flags); }
+SIM_EXPORT CUresult cuStreamGetFlags(CUstream handle, unsigned int *flags) { SIM_FAIL_POINT(cuStreamGetFlags); return stream_get_flags(handle, flags); }
+SIM_EXPORT CUresult cuStreamGetFlags_ptsz(CUstream handle, unsigned int *flags) { SIM_FAIL_POINT(cuStreamGetFlags_ptsz); return stream_get_flags(handle, flags); }
 
 static CUresult stream_get_priority(CUstream handle, int *priority)
 {
@@ -187,8 +191,8 @@ static CUresult stream_get_priority(CUstream handle, int *priority)
     return result;
 }
 
-SIM_EXPORT CUresult cuStreamGetPriority(CUstream handle, int *priority) { return stream_get_priority(handle, priority); }
-SIM_EXPORT CUresult cuStreamGetPriority_ptsz(CUstream handle, int *priority) { return stream_get_priority(handle, priority); }
+SIM_EXPORT CUresult cuStreamGetPriority(CUstream handle, int *priority) { SIM_FAIL_POINT(cuStreamGetPriority); return stream_get_priority(handle, priority); }
+SIM_EXPORT CUresult cuStreamGetPriority_ptsz(CUstream handle, int *priority) { SIM_FAIL_POINT(cuStreamGetPriority_ptsz); return stream_get_priority(handle, priority); }
 
 static CUresult stream_get_ctx(CUstream handle, CUcontext *pctx)
 {
@@ -206,8 +210,8 @@ static CUresult stream_get_ctx(CUstream handle, CUcontext *pctx)
     return result;
 }
 
-SIM_EXPORT CUresult cuStreamGetCtx(CUstream handle, CUcontext *pctx) { return stream_get_ctx(handle, pctx); }
-SIM_EXPORT CUresult cuStreamGetCtx_ptsz(CUstream handle, CUcontext *pctx) { return stream_get_ctx(handle, pctx); }
+SIM_EXPORT CUresult cuStreamGetCtx(CUstream handle, CUcontext *pctx) { SIM_FAIL_POINT(cuStreamGetCtx); return stream_get_ctx(handle, pctx); }
+SIM_EXPORT CUresult cuStreamGetCtx_ptsz(CUstream handle, CUcontext *pctx) { SIM_FAIL_POINT(cuStreamGetCtx_ptsz); return stream_get_ctx(handle, pctx); }
 
 static CUresult stream_host_func(CUstream handle, CUhostFn fn, void *user_data)
 {
@@ -217,14 +221,15 @@ static CUresult stream_host_func(CUstream handle, CUhostFn fn, void *user_data)
 }
 
 SIM_EXPORT CUresult cuLaunchHostFunc(CUstream handle, CUhostFn fn, void *user_data)
-{ return stream_host_func(handle, fn, user_data); }
+{ SIM_FAIL_POINT(cuLaunchHostFunc); return stream_host_func(handle, fn, user_data); }
 SIM_EXPORT CUresult cuLaunchHostFunc_ptsz(CUstream handle, CUhostFn fn, void *user_data)
-{ return stream_host_func(handle, fn, user_data); }
+{ SIM_FAIL_POINT(cuLaunchHostFunc_ptsz); return stream_host_func(handle, fn, user_data); }
 
 /* ---------------------------------------------------------------- events */
 
 SIM_EXPORT CUresult cuEventCreate(CUevent *handle, unsigned int flags)
 {
+    SIM_FAIL_POINT(cuEventCreate);
     const unsigned known = CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING | CU_EVENT_INTERPROCESS;
     if (!handle || (flags & ~known))
         return CUDA_ERROR_INVALID_VALUE;
@@ -252,6 +257,7 @@ SIM_EXPORT CUresult cuEventCreate(CUevent *handle, unsigned int flags)
 
 SIM_EXPORT CUresult cuEventDestroy_v2(CUevent handle)
 {
+    SIM_FAIL_POINT(cuEventDestroy_v2);
     sim_lock();
     CUresult result = sim_check_init();
     sim_event *event = NULL;
@@ -292,12 +298,12 @@ static CUresult event_record(CUevent handle, CUstream stream_handle, unsigned in
     return result == CUDA_SUCCESS ? sim_exec_event(stream, SIM_OP_RECORD, event, record) : result;
 }
 
-SIM_EXPORT CUresult cuEventRecord(CUevent event, CUstream stream) { return event_record(event, stream, 0); }
-SIM_EXPORT CUresult cuEventRecord_ptsz(CUevent event, CUstream stream) { return event_record(event, stream, 0); }
+SIM_EXPORT CUresult cuEventRecord(CUevent event, CUstream stream) { SIM_FAIL_POINT(cuEventRecord); return event_record(event, stream, 0); }
+SIM_EXPORT CUresult cuEventRecord_ptsz(CUevent event, CUstream stream) { SIM_FAIL_POINT(cuEventRecord_ptsz); return event_record(event, stream, 0); }
 SIM_EXPORT CUresult cuEventRecordWithFlags(CUevent event, CUstream stream, unsigned int flags)
-{ return event_record(event, stream, flags); }
+{ SIM_FAIL_POINT(cuEventRecordWithFlags); return event_record(event, stream, flags); }
 SIM_EXPORT CUresult cuEventRecordWithFlags_ptsz(CUevent event, CUstream stream, unsigned int flags)
-{ return event_record(event, stream, flags); }
+{ SIM_FAIL_POINT(cuEventRecordWithFlags_ptsz); return event_record(event, stream, flags); }
 
 /* Lock held: the work of the event's last record is done. */
 static bool event_complete(const sim_event *event)
@@ -328,8 +334,8 @@ static CUresult event_check(CUevent handle, bool wait)
     return result;
 }
 
-SIM_EXPORT CUresult cuEventSynchronize(CUevent handle) { return event_check(handle, true); }
-SIM_EXPORT CUresult cuEventQuery(CUevent handle) { return event_check(handle, false); }
+SIM_EXPORT CUresult cuEventSynchronize(CUevent handle) { SIM_FAIL_POINT(cuEventSynchronize); return event_check(handle, true); }
+SIM_EXPORT CUresult cuEventQuery(CUevent handle) { SIM_FAIL_POINT(cuEventQuery); return event_check(handle, false); }
 
 static CUresult event_elapsed(float *ms, CUevent start_handle, CUevent end_handle)
 {
@@ -357,8 +363,8 @@ static CUresult event_elapsed(float *ms, CUevent start_handle, CUevent end_handl
 
 /* cuda.h maps the name to _v2; both ABIs are exported. */
 #undef cuEventElapsedTime
-SIM_EXPORT CUresult cuEventElapsedTime(float *ms, CUevent start, CUevent end) { return event_elapsed(ms, start, end); }
-SIM_EXPORT CUresult cuEventElapsedTime_v2(float *ms, CUevent start, CUevent end) { return event_elapsed(ms, start, end); }
+SIM_EXPORT CUresult cuEventElapsedTime(float *ms, CUevent start, CUevent end) { SIM_FAIL_POINT(cuEventElapsedTime); return event_elapsed(ms, start, end); }
+SIM_EXPORT CUresult cuEventElapsedTime_v2(float *ms, CUevent start, CUevent end) { SIM_FAIL_POINT(cuEventElapsedTime_v2); return event_elapsed(ms, start, end); }
 
 /* ---------------------------------------------------------------- context teardown */
 

@@ -62,6 +62,7 @@ static CUresult prop_check(const CUmemAllocationProp *prop)
 SIM_EXPORT CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr,
                                         unsigned long long flags)
 {
+    SIM_FAIL_POINT(cuMemAddressReserve);
     CUresult result = sim_check_init();
     if (result != CUDA_SUCCESS)
         return result;
@@ -107,6 +108,7 @@ SIM_EXPORT CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t al
 
 SIM_EXPORT CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
 {
+    SIM_FAIL_POINT(cuMemAddressFree);
     CUresult result = sim_check_init();
     if (result != CUDA_SUCCESS)
         return result;
@@ -144,6 +146,7 @@ static void bind_to_node(int fd, size_t size, int node)
 SIM_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, const CUmemAllocationProp *prop,
                                 unsigned long long flags)
 {
+    SIM_FAIL_POINT(cuMemCreate);
     CUresult result = sim_check_init();
     if (result != CUDA_SUCCESS)
         return result;
@@ -212,6 +215,7 @@ static sim_phys *phys_find(CUmemGenericAllocationHandle handle)
 
 SIM_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
 {
+    SIM_FAIL_POINT(cuMemRelease);
     CUresult result = sim_check_init();
     if (result != CUDA_SUCCESS)
         return result;
@@ -230,6 +234,7 @@ SIM_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
 SIM_EXPORT CUresult cuMemGetAllocationGranularity(size_t *granularity, const CUmemAllocationProp *prop,
                                                   CUmemAllocationGranularity_flags option)
 {
+    SIM_FAIL_POINT(cuMemGetAllocationGranularity);
     CUresult result = sim_check_init();
     if (result != CUDA_SUCCESS)
         return result;
@@ -246,6 +251,7 @@ SIM_EXPORT CUresult cuMemGetAllocationGranularity(size_t *granularity, const CUm
 SIM_EXPORT CUresult cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp *prop,
                                                            CUmemGenericAllocationHandle handle)
 {
+    SIM_FAIL_POINT(cuMemGetAllocationPropertiesFromHandle);
     CUresult result = sim_check_init();
     if (result != CUDA_SUCCESS)
         return result;
@@ -261,6 +267,7 @@ SIM_EXPORT CUresult cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp *
 
 SIM_EXPORT CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *handle, void *addr)
 {
+    SIM_FAIL_POINT(cuMemRetainAllocationHandle);
     CUresult result = sim_check_init();
     if (result != CUDA_SUCCESS)
         return result;
@@ -283,6 +290,7 @@ SIM_EXPORT CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *ha
 SIM_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
                              unsigned long long flags)
 {
+    SIM_FAIL_POINT(cuMemMap);
     CUresult result = sim_check_init();
     if (result != CUDA_SUCCESS)
         return result;
@@ -343,6 +351,7 @@ static CUresult whole_mappings(uintptr_t ptr, size_t size, sim_region **first_ou
 
 SIM_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
 {
+    SIM_FAIL_POINT(cuMemUnmap);
     CUresult result = sim_check_init();
     if (result != CUDA_SUCCESS)
         return result;
@@ -371,6 +380,7 @@ SIM_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
 
 SIM_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc, size_t count)
 {
+    SIM_FAIL_POINT(cuMemSetAccess);
     CUresult result = sim_check_init();
     if (result != CUDA_SUCCESS)
         return result;
@@ -417,6 +427,7 @@ SIM_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAcce
 
 SIM_EXPORT CUresult cuMemGetAccess(unsigned long long *flags, const CUmemLocation *location, CUdeviceptr ptr)
 {
+    SIM_FAIL_POINT(cuMemGetAccess);
     CUresult result = sim_check_init();
     if (result != CUDA_SUCCESS)
         return result;

@@ -1,13 +1,16 @@
 /* tiermem-stat — prints the stats region of a process running under libtiermem.so.
  *
  *   tiermem-stat [--json] [--watch] [--interval SECONDS] [--count N] PID|PATH
+ *   tiermem-stat --gc
  *
  * PID reads /dev/shm/tiermem.PID; a PATH reads a region kept with TIERMEM_STATS=PATH.
  * The table shows each tier (limit, bytes in use, peak, chunks), the allocation counts,
  * every chunked or managed allocation (address, size, chunks per tier, how it was asked
  * for) and the calls per hooked driver function. --json prints the same as one JSON
  * object. --watch reprints every interval (default 1 s) until the process exits;
- * --count stops after N prints. Exit status: 0, 1 bad arguments, 2 no readable region. */
+ * --count stops after N prints. A PID's region must belong to the user the process runs
+ * as. --gc removes the regions of processes that are gone (killed before they could).
+ * Exit status: 0, 1 bad arguments, 2 no readable region. */
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
@@ -18,6 +21,7 @@
 #include <unistd.h>
 
 #include "policy/units.h"
+#include "tools/tiermem-stat/gc.h"
 #include "tools/tiermem-stat/stats_read.h"
 
 static const char *path_name(uint32_t path)
@@ -31,6 +35,17 @@ static const char *path_name(uint32_t path)
     case TM_PATH_MEM_ALLOC_MANAGED: return "cuMemAllocManaged";
     default: return "?";
     }
+}
+
+/* The region's path as it may be printed, in text and inside a JSON string. */
+static const char *shown_path(const char *path)
+{
+    static char shown[4096];
+    size_t i = 0;
+    for (; path[i] && i + 1 < sizeof shown; i++)
+        shown[i] = path[i] < 0x20 || path[i] == 0x7f || path[i] == '"' || path[i] == '\\' ? '?' : path[i];
+    shown[i] = '\0';
+    return shown;
 }
 
 static const char *state_name(const tm_stats_header *h)
@@ -48,7 +63,7 @@ static void print_table(const tm_stats_snapshot *s, const char *path)
 {
     const tm_stats_header *h = &s->header;
     char a[32], b[32], c[32], d[32];
-    printf("tiermem: pid %d (%s), region %s\n", h->pid, state_name(h), path);
+    printf("tiermem: pid %d (%s), region %s\n", h->pid, state_name(h), shown_path(path));
     printf("device %d with %s; chunk %s, chunked from %s, hbm reserve %s; policy %s, order %s, meminfo %s; "
            "lower tiers %s\n",
            h->device, tm_format_size(h->device_memory, a, sizeof a), tm_format_size(h->chunk_size, b, sizeof b),
@@ -109,7 +124,7 @@ static void print_json(const tm_stats_snapshot *s, const char *path)
     printf("{\"pid\":%d,\"state\":\"%s\",\"region\":\"%s\",\"device\":%d,\"device_memory\":%llu,"
            "\"chunk_size\":%llu,\"min_tiered\":%llu,\"hbm_reserve\":%llu,\"policy\":\"%.16s\","
            "\"tier_order\":\"%.16s\",\"meminfo\":\"%.16s\",\"backing\":\"%s\",\n",
-           h->pid, state_name(h), path, h->device, (unsigned long long)h->device_memory,
+           h->pid, state_name(h), shown_path(path), h->device, (unsigned long long)h->device_memory,
            (unsigned long long)h->chunk_size, (unsigned long long)h->min_tiered, (unsigned long long)h->hbm_reserve,
            h->policy, h->tier_order, h->meminfo, h->backing == TM_STATS_BACKING_PINNED_HOST ? "pinned_host" : "vmm");
     printf("\"tiers\":[\n");
@@ -150,7 +165,8 @@ static void print_json(const tm_stats_snapshot *s, const char *path)
 
 static void usage(FILE *to)
 {
-    fprintf(to, "usage: tiermem-stat [--json] [--watch] [--interval SECONDS] [--count N] PID|PATH\n");
+    fprintf(to, "usage: tiermem-stat [--json] [--watch] [--interval SECONDS] [--count N] PID|PATH\n"
+                "       tiermem-stat --gc\n");
 }
 
 static bool all_digits(const char *s)
@@ -168,9 +184,10 @@ int main(int argc, char **argv)
     static const struct option options[] = {
         { "json", no_argument, NULL, 'j' },     { "watch", no_argument, NULL, 'w' },
         { "interval", required_argument, NULL, 'i' }, { "count", required_argument, NULL, 'n' },
-        { "help", no_argument, NULL, 'h' },     { NULL, 0, NULL, 0 },
+        { "help", no_argument, NULL, 'h' },     { "gc", no_argument, NULL, 'g' },
+        { NULL, 0, NULL, 0 },
     };
-    bool json = false, watch = false;
+    bool json = false, watch = false, gc = false;
     double interval = 1.0;
     long count = -1;
     for (int c; (c = getopt_long(argc, argv, "jwi:n:h", options, NULL)) != -1;) {
@@ -192,17 +209,25 @@ int main(int argc, char **argv)
                 return 1;
             }
             break;
+        case 'g': gc = true; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 1;
         }
     }
-    if (optind != argc - 1) {
+    if (gc && optind == argc) {
+        printf("tiermem-stat: %d regions removed\n", tm_stats_gc("/dev/shm"));
+        return 0;
+    }
+    if (gc || optind != argc - 1) {
         usage(stderr);
         return 1;
     }
     char path[4096];
-    if (all_digits(argv[optind]))
-        tm_stats_default_path((pid_t)atol(argv[optind]), path, sizeof path);
+    pid_t pid = 0;
+    if (all_digits(argv[optind])) {
+        pid = (pid_t)atol(argv[optind]);
+        tm_stats_default_path(pid, path, sizeof path);
+    }
     else
         snprintf(path, sizeof path, "%s", argv[optind]);
     if (!watch && count < 0)
@@ -211,12 +236,14 @@ int main(int argc, char **argv)
     for (long printed = 0; count < 0 || printed < count; printed++) {
         tm_stats_snapshot snapshot;
         char why[4200];
-        if (tm_stats_read(path, &snapshot, why, sizeof why) != 0) {
+        int got = pid ? tm_stats_read_pid(pid, &snapshot, why, sizeof why)
+                      : tm_stats_read(path, &snapshot, why, sizeof why);
+        if (got != 0) {
             if (printed > 0) {
-                printf("tiermem: the process has exited (%s)\n", why);
+                printf("tiermem: the process has exited (%s)\n", shown_path(why));
                 return 0;
             }
-            fprintf(stderr, "tiermem-stat: %s\n", why);
+            fprintf(stderr, "tiermem-stat: %s\n", shown_path(why));
             return 2;
         }
         if (watch && !json)

@@ -1,5 +1,6 @@
-/* stats_read.c — see stats_read.h. The writer updates the region in place; each record
- * is copied under its sequence number, retried while a write is in progress. */
+/* stats_read.c — see stats_read.h. The writer updates the region in place; the reader
+ * copies it with pread, then reads each record's seq again: a record that was being
+ * written (odd seq, or a seq that moved) is read again on its own. */
 #include "tools/tiermem-stat/stats_read.h"
 
 #include <errno.h>
@@ -8,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -17,82 +17,208 @@ void tm_stats_default_path(pid_t pid, char *buf, size_t len)
     snprintf(buf, len, "/dev/shm/tiermem.%d", (int)pid);
 }
 
-/* Is [offset, offset + count * size) inside a file of `file_size` bytes? */
-static int fits(uint64_t offset, uint64_t count, uint64_t size, uint64_t file_size)
+/* ---------------------------------------------------------------- validation */
+
+/* The end of [offset, offset + count * size), or 0 when it overflows. */
+static uint64_t span_end(uint64_t offset, uint64_t count, uint64_t size)
 {
-    uint64_t bytes;
-    if (__builtin_mul_overflow(count, size, &bytes) || offset > file_size)
+    uint64_t bytes, end;
+    if (__builtin_mul_overflow(count, size, &bytes) || __builtin_add_overflow(offset, bytes, &end))
         return 0;
-    return bytes <= file_size - offset;
+    return end;
 }
 
-static int copy_record(const tm_stats_record *shared, tm_stats_record *copy)
+/* Checks a header's shape; on success *needed is the bytes the region must have. */
+static int header_ok(const tm_stats_header *h, uint64_t *needed, char *why, size_t why_len)
 {
-    for (int attempt = 0; attempt < 1000; attempt++) {
-        uint64_t before = __atomic_load_n(&shared->seq, __ATOMIC_ACQUIRE);
-        if (before & 1) {
-            sched_yield();
-            continue;
-        }
-        memcpy(copy, shared, sizeof *copy);
-        __atomic_thread_fence(__ATOMIC_ACQUIRE);
-        if (__atomic_load_n(&shared->seq, __ATOMIC_RELAXED) == before)
-            return 1;
+    if (h->magic != TM_STATS_MAGIC) {
+        snprintf(why, why_len, "not a tiermem stats region");
+        return 0;
+    }
+    if (h->version != TM_STATS_VERSION || h->header_size != sizeof(tm_stats_header) ||
+        h->call_size != sizeof(tm_stats_call) || h->record_size != sizeof(tm_stats_record)) {
+        snprintf(why, why_len, "stats layout version %u, this reader knows version %d", h->version, TM_STATS_VERSION);
+        return 0;
+    }
+    if (h->call_count > TM_STATS_MAX_CALLS || h->record_capacity > TM_STATS_MAX_RECORDS) {
+        snprintf(why, why_len, "stats region claims %u calls and %u records (at most %d and %u)", h->call_count,
+                 h->record_capacity, TM_STATS_MAX_CALLS, TM_STATS_MAX_RECORDS);
+        return 0;
+    }
+    uint64_t calls_end = span_end(h->calls_offset, h->call_count, h->call_size);
+    uint64_t records_end = span_end(h->records_offset, h->record_capacity, h->record_size);
+    if (h->calls_offset < sizeof *h || h->records_offset < sizeof *h || !calls_end || !records_end ||
+        h->calls_offset % 8 || h->records_offset % 8) {
+        snprintf(why, why_len, "stats region has a bad layout");
+        return 0;
+    }
+    *needed = calls_end > records_end ? calls_end : records_end;
+    return 1;
+}
+
+/* A text field as the display may print it: NUL-terminated, printable ASCII, no quote or
+ * backslash (anything else becomes '?'). */
+static void clean_text(char *text, size_t size)
+{
+    text[size - 1] = '\0';
+    for (size_t i = 0; text[i]; i++)
+        if (text[i] < 0x20 || text[i] > 0x7e || text[i] == '"' || text[i] == '\\')
+            text[i] = '?';
+}
+
+int tm_stats_parse(const void *bytes, size_t size, tm_stats_snapshot *snapshot, char *why, size_t why_len)
+{
+    memset(snapshot, 0, sizeof *snapshot);
+    uint64_t needed = 0;
+    if (size < sizeof(tm_stats_header)) {
+        snprintf(why, why_len, "not a tiermem stats region (too small)");
+        return -1;
+    }
+    tm_stats_header *h = &snapshot->header;
+    memcpy(h, bytes, sizeof *h);
+    if (!header_ok(h, &needed, why, why_len))
+        return -1;
+    if (needed > size) {
+        snprintf(why, why_len, "stats region is truncated");
+        return -1;
+    }
+    clean_text(h->policy, sizeof h->policy);
+    clean_text(h->meminfo, sizeof h->meminfo);
+    clean_text(h->tier_order, sizeof h->tier_order);
+    for (int t = 0; t < TM_STATS_TIERS; t++)
+        clean_text(h->tier[t].name, sizeof h->tier[t].name);
+
+    snapshot->calls = calloc(h->call_count ? h->call_count : 1, sizeof *snapshot->calls);
+    snapshot->records = calloc(h->record_capacity ? h->record_capacity : 1, sizeof *snapshot->records);
+    if (!snapshot->calls || !snapshot->records) {
+        tm_stats_snapshot_free(snapshot);
+        snprintf(why, why_len, "out of memory");
+        return -1;
+    }
+    memcpy(snapshot->calls, (const char *)bytes + h->calls_offset, (size_t)h->call_count * sizeof *snapshot->calls);
+    for (uint32_t i = 0; i < h->call_count; i++)
+        clean_text(snapshot->calls[i].symbol, sizeof snapshot->calls[i].symbol);
+    const char *records = (const char *)bytes + h->records_offset;
+    for (uint32_t i = 0; i < h->record_capacity; i++) {
+        tm_stats_record r;
+        memcpy(&r, records + (size_t)i * sizeof r, sizeof r);
+        if (!(r.seq & 1) && r.in_use == 1)
+            snapshot->records[snapshot->record_count++] = r;
     }
     return 0;
 }
 
-int tm_stats_read(const char *path, tm_stats_snapshot *snapshot, char *why, size_t why_len)
+/* ---------------------------------------------------------------- reading a file */
+
+static int read_exactly(int fd, void *buf, size_t len, uint64_t offset)
+{
+    size_t done = 0;
+    while (done < len) {
+        ssize_t n = pread(fd, (char *)buf + done, len - done, (off_t)(offset + done));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return 0;
+        done += (size_t)n;
+    }
+    return 1;
+}
+
+/* Reads a record again until its seq is even and the same before and after. */
+static void settle_record(int fd, uint64_t offset, tm_stats_record *record)
+{
+    for (int attempt = 0; attempt < 1000; attempt++) {
+        uint64_t after;
+        if (!(record->seq & 1) && read_exactly(fd, &after, sizeof after, offset) && after == record->seq)
+            return;
+        sched_yield();
+        if (!read_exactly(fd, record, sizeof *record, offset))
+            break;
+    }
+    record->seq = 1; /* never consistent: left out */
+}
+
+/* The region at `fd` into a private buffer of *size bytes (freed by the caller). */
+static char *copy_region(int fd, size_t *size, char *why, size_t why_len)
+{
+    tm_stats_header h;
+    uint64_t needed;
+    if (!read_exactly(fd, &h, sizeof h, 0)) {
+        snprintf(why, why_len, "not a tiermem stats region (too small)");
+        return NULL;
+    }
+    if (!header_ok(&h, &needed, why, why_len))
+        return NULL;
+    char *copy = malloc((size_t)needed);
+    if (!copy) {
+        snprintf(why, why_len, "out of memory");
+        return NULL;
+    }
+    if (!read_exactly(fd, copy, (size_t)needed, 0)) {
+        snprintf(why, why_len, "stats region is truncated");
+        free(copy);
+        return NULL;
+    }
+    memcpy(copy, &h, sizeof h); /* the header that was validated, not a later one */
+    for (uint32_t i = 0; i < h.record_capacity; i++) {
+        uint64_t offset = h.records_offset + (uint64_t)i * sizeof(tm_stats_record);
+        tm_stats_record *r = (tm_stats_record *)(copy + offset);
+        uint64_t seq;
+        if ((r->seq & 1) || !read_exactly(fd, &seq, sizeof seq, offset) || seq != r->seq)
+            settle_record(fd, offset, r);
+    }
+    *size = (size_t)needed;
+    return copy;
+}
+
+/* Opens a region without following a symlink or blocking on a FIFO; a regular file only.
+ * `owner` >= 0: the file must belong to that uid. */
+static int read_region(const char *path, long owner, tm_stats_snapshot *snapshot, char *why, size_t why_len)
 {
     memset(snapshot, 0, sizeof *snapshot);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        snprintf(why, why_len, "%s: %s", path, strerror(errno));
-        return -1;
-    }
+    char reason[256];
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
     struct stat st;
-    void *map = MAP_FAILED;
-    if (fstat(fd, &st) == 0 && (size_t)st.st_size >= sizeof(tm_stats_header))
-        map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
-    close(fd);
-    if (map == MAP_FAILED) {
-        snprintf(why, why_len, "%s: not a tiermem stats region (too small)", path);
-        return -1;
-    }
-    const tm_stats_header *h = map;
-    uint64_t size = (uint64_t)st.st_size;
     int result = -1;
-    if (__atomic_load_n(&h->magic, __ATOMIC_ACQUIRE) != TM_STATS_MAGIC) {
-        snprintf(why, why_len, "%s: not a tiermem stats region", path);
-    } else if (h->version != TM_STATS_VERSION || h->header_size != sizeof(tm_stats_header) ||
-               h->call_size != sizeof(tm_stats_call) || h->record_size != sizeof(tm_stats_record)) {
-        snprintf(why, why_len, "%s: stats layout version %u, this reader knows version %d", path, h->version,
-                 TM_STATS_VERSION);
-    } else if (!fits(h->calls_offset, h->call_count, h->call_size, size) ||
-               !fits(h->records_offset, h->record_capacity, h->record_size, size)) {
-        snprintf(why, why_len, "%s: stats region is truncated", path);
+    if (fd < 0) {
+        snprintf(reason, sizeof reason, "%s", errno == ELOOP ? "a symbolic link, not followed" : strerror(errno));
+    } else if (fstat(fd, &st) != 0) {
+        snprintf(reason, sizeof reason, "%s", strerror(errno));
+    } else if (!S_ISREG(st.st_mode)) {
+        snprintf(reason, sizeof reason, "not a regular file");
+    } else if (owner >= 0 && (long)st.st_uid != owner) {
+        snprintf(reason, sizeof reason, "owned by uid %ld, but the process runs as uid %ld: not its region",
+                 (long)st.st_uid, owner);
     } else {
-        memcpy(&snapshot->header, h, sizeof *h);
-        const tm_stats_call *calls = (const tm_stats_call *)((const char *)map + h->calls_offset);
-        const tm_stats_record *records = (const tm_stats_record *)((const char *)map + h->records_offset);
-        snapshot->calls = calloc(h->call_count ? h->call_count : 1, sizeof *snapshot->calls);
-        snapshot->records = calloc(h->record_capacity ? h->record_capacity : 1, sizeof *snapshot->records);
-        if (!snapshot->calls || !snapshot->records) {
-            snprintf(why, why_len, "out of memory");
-        } else {
-            memcpy(snapshot->calls, calls, (size_t)h->call_count * sizeof *calls);
-            for (uint32_t i = 0; i < h->record_capacity; i++) {
-                tm_stats_record r;
-                if (copy_record(&records[i], &r) && r.in_use)
-                    snapshot->records[snapshot->record_count++] = r;
-            }
-            result = 0;
-        }
+        size_t size = 0;
+        char *copy = copy_region(fd, &size, reason, sizeof reason);
+        if (copy)
+            result = tm_stats_parse(copy, size, snapshot, reason, sizeof reason);
+        free(copy);
     }
-    munmap(map, (size_t)st.st_size);
+    if (fd >= 0)
+        close(fd);
     if (result != 0)
-        tm_stats_snapshot_free(snapshot);
+        snprintf(why, why_len, "%s: %s", path, reason);
     return result;
+}
+
+int tm_stats_read(const char *path, tm_stats_snapshot *snapshot, char *why, size_t why_len)
+{
+    return read_region(path, -1, snapshot, why, why_len);
+}
+
+int tm_stats_read_pid(pid_t pid, tm_stats_snapshot *snapshot, char *why, size_t why_len)
+{
+    char path[64], proc[64];
+    tm_stats_default_path(pid, path, sizeof path);
+    snprintf(proc, sizeof proc, "/proc/%d", (int)pid);
+    struct stat st;
+    if (stat(proc, &st) != 0) {
+        /* a process that is gone can own nothing: its leftover is read as a file */
+        return read_region(path, -1, snapshot, why, why_len);
+    }
+    return read_region(path, (long)st.st_uid, snapshot, why, why_len);
 }
 
 void tm_stats_snapshot_free(tm_stats_snapshot *snapshot)

@@ -1,4 +1,10 @@
-/* stats_read.h — reading a stats region (preload/stats_layout.h) into a consistent copy. */
+/* stats_read.h — reading a stats region (preload/stats_layout.h) into a consistent copy.
+ *
+ * The region belongs to another process and is trusted for nothing. It is read with
+ * pread into a bounded private copy (a region truncated or grown meanwhile cannot fault
+ * the reader), validated once by tm_stats_parse, and only the copy is used afterwards:
+ * every count is bounded, every offset lies inside the copy, every text field is
+ * NUL-terminated and holds printable ASCII without quotes or backslashes. */
 #ifndef TM_STATS_READ_H
 #define TM_STATS_READ_H
 
@@ -6,6 +12,10 @@
 #include <sys/types.h>
 
 #include "preload/stats_layout.h"
+
+/* Bounds a reader accepts; a region claiming more is refused. */
+#define TM_STATS_MAX_CALLS   4096
+#define TM_STATS_MAX_RECORDS (1u << 20)
 
 typedef struct tm_stats_snapshot {
     tm_stats_header header;
@@ -17,9 +27,18 @@ typedef struct tm_stats_snapshot {
 /* The default region of a process: /dev/shm/tiermem.<pid>. */
 void tm_stats_default_path(pid_t pid, char *buf, size_t len);
 
-/* Copies the region at `path`. Returns 0, or -1 with a reason in `why` (no such file,
- * not a tiermem stats region, a version this reader does not know...). */
+/* Copies the region at `path` (a regular file, not followed through a symlink). Returns 0,
+ * or -1 with a reason in `why` (no such file, not a tiermem stats region, a version this
+ * reader does not know...). */
 int tm_stats_read(const char *path, tm_stats_snapshot *snapshot, char *why, size_t why_len);
+
+/* The same for the default region of process `pid`, which must belong to the user the
+ * process runs as: a region planted by someone else under its name is refused. */
+int tm_stats_read_pid(pid_t pid, tm_stats_snapshot *snapshot, char *why, size_t why_len);
+
+/* Validates `size` bytes holding a copy of a region and fills `snapshot` from them (the
+ * records whose seq is even and that are in use). Returns 0, or -1 with a reason. */
+int tm_stats_parse(const void *bytes, size_t size, tm_stats_snapshot *snapshot, char *why, size_t why_len);
 
 void tm_stats_snapshot_free(tm_stats_snapshot *snapshot);
 

@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# tiermem-stat trusts nothing in a region: crafted text is escaped, counts are bounded,
+# truncation (even while it reads) is an error line rather than a crash, FIFOs and
+# symlinks are refused, a PID's region must belong to that process's user, and --gc
+# removes only the leftovers of processes that are gone.
+source "$(dirname "$0")/../lib/tap.sh"
+source "$(dirname "$0")/preload_lib.sh"
+SIM=(SIMCUDA_MEM=256M SIMCUDA_NUMA_NODES=0,1)
+R=$SCRATCH/region
+under_tiermem "${SIM[@]}" TIERMEM_STATS="$R" -- "$PROBE" exit 0 >/dev/null 2>&1
+check "a kept region to work on" grep -q '"state":"exited"' <<<"$("$TIERMEM_STAT" --json "$R" 2>&1)"
+u64_at() { od -An -t u8 -j "$2" -N 8 "$1" | tr -d ' '; }
+# writes bytes (printf format) into a copy of the region at an offset
+craft() { cp "$R" "$SCRATCH/$1"; printf "$3" | dd of="$SCRATCH/$1" bs=1 seek="$2" conv=notrunc status=none; }
+calls_offset=$(u64_at "$R" 24)
+
+# ---------------------------------------------------------------- text
+craft evil "$calls_offset" '\033[2J"x\\y'
+text=$("$TIERMEM_STAT" "$SCRATCH/evil" 2>&1)
+json=$("$TIERMEM_STAT" --json "$SCRATCH/evil" 2>&1)
+check "a crafted symbol sends no escape sequence to the terminal" test "$(grep -c $'\033' <<<"$text$json")" -eq 0
+check "the crafted symbol is shown with its control characters, quote and backslash as '?'" \
+  grep -q '"?\[2J?x?y' <<<"$json"
+check "the JSON keeps its shape: every string is closed" test "$(tr -cd '"' <<<"$json" | wc -c | awk '{print $1 % 2}')" -eq 0
+# a tier name without its NUL (offset 152: the first tier's 8-byte name) runs into no other field
+craft unterminated 152 'hbmhbmhb'
+check "a tier name without NUL stops at its field" grep -q '{"name":"hbmhbmh",' <<<"$("$TIERMEM_STAT" --json "$SCRATCH/unterminated")"
+odd=$SCRATCH/$'bad\033name'
+cp "$R" "$odd"
+check "an odd region path is printed escaped" test "$("$TIERMEM_STAT" "$odd" | grep -c $'\033')" -eq 0
+
+# ---------------------------------------------------------------- bounds
+craft huge 36 '\377\377\377\377'
+out=$("$TIERMEM_STAT" "$SCRATCH/huge" 2>&1); rc=$?
+check_eq "a record capacity of 2^32-1: refused in one line (exit 2)" \
+  "$rc $(grep -c 'claims .* records (at most' <<<"$out")" "2 1"
+craft sparse 36 '\377\377\017\000'
+truncate -s 4G "$SCRATCH/sparse"
+if [ "${SAN:-0}" = 1 ]; then
+  skip "a 4 GiB sparse file claiming 1 M records: read within 400 MB of address space" \
+    "ASan reserves terabytes of address space, so ulimit -v cannot bound it"
+else
+  out=$( (ulimit -v 400000; "$TIERMEM_STAT" "$SCRATCH/sparse") 2>&1); rc=$?
+  check_eq "a 4 GiB sparse file claiming 1 M records: read within 400 MB of address space" \
+    "$rc $(grep -c '^tiermem: pid' <<<"$out")" "0 1"
+fi
+cp "$R" "$SCRATCH/short" && truncate -s 4000 "$SCRATCH/short"
+check "a truncated region: one line" grep -q 'stats region is truncated' <<<"$("$TIERMEM_STAT" "$SCRATCH/short" 2>&1)"
+
+# truncated over and over while it reads: an answer or an error line, never a signal
+cp "$R" "$SCRATCH/moving"
+size=$(stat -c %s "$R")
+( for _ in $(seq 4000); do truncate -s 100 "$SCRATCH/moving"; truncate -s "$size" "$SCRATCH/moving"; done ) &
+flipper=$!
+worst=0
+for _ in $(seq 200); do
+  "$TIERMEM_STAT" --json "$SCRATCH/moving" >/dev/null 2>&1; rc=$?
+  [ "$rc" -gt "$worst" ] && worst=$rc
+done
+kill "$flipper" 2>/dev/null; wait "$flipper" 2>/dev/null
+check "200 reads of a region truncated meanwhile: none dies of a signal (worst exit $worst)" test "$worst" -le 2
+
+# ---------------------------------------------------------------- files
+mkfifo "$SCRATCH/fifo"
+out=$(timeout 10 "$TIERMEM_STAT" "$SCRATCH/fifo" 2>&1); rc=$?
+check_eq "a FIFO: refused at once, not waited on" "$rc $(grep -c 'not a regular file' <<<"$out")" "2 1"
+ln -s "$R" "$SCRATCH/link"
+check "a symlink: not followed" grep -q 'a symbolic link, not followed' <<<"$("$TIERMEM_STAT" "$SCRATCH/link" 2>&1)"
+if [ "$(id -u)" -eq 0 ]; then
+  sleep 60 & sleeper=$!
+  cp "$R" "/dev/shm/tiermem.$sleeper" && chown nobody "/dev/shm/tiermem.$sleeper"
+  out=$("$TIERMEM_STAT" "$sleeper" 2>&1); rc=$?
+  check_eq "a region planted by another user under a process's pid: refused" \
+    "$rc $(grep -c 'owned by uid [0-9]*, but the process runs as uid 0: not its region' <<<"$out")" "2 1"
+  rm -f "/dev/shm/tiermem.$sleeper"; kill "$sleeper"; wait "$sleeper" 2>/dev/null
+else
+  skip "a region planted by another user" "chown needs root"
+fi
+
+# ---------------------------------------------------------------- --gc
+if start_held "${SIM[@]}" -- "$PROBE" pieces 8M 4M; then
+  killed=$HELD_PID
+  kill -KILL "$killed"; wait "$killed" 2>/dev/null
+  check "SIGKILL leaves the region behind" test -f "/dev/shm/tiermem.$killed"
+  sleep 60 & alive=$!
+  cp "$R" "/dev/shm/tiermem.$alive"
+  out=$("$TIERMEM_STAT" --gc 2>&1)
+  check "--gc removes the dead process's region, in one line" \
+    test ! -e "/dev/shm/tiermem.$killed" -a "$(grep -c "^tiermem-stat: removed /dev/shm/tiermem.$killed (process $killed is gone)" <<<"$out")" -eq 1
+  check "--gc keeps the region named after a live process" test -f "/dev/shm/tiermem.$alive"
+  rm -f "/dev/shm/tiermem.$alive"; kill "$alive"; wait "$alive" 2>/dev/null
+else
+  check "the held program started" false
+fi
+echo "not a region" >"$SCRATCH/plain"
+dead=$(sh -c 'echo $$')
+cp "$SCRATCH/plain" "/dev/shm/tiermem.$dead"
+"$TIERMEM_STAT" --gc >/dev/null 2>&1
+check "--gc keeps a file that is no stats region" test -f "/dev/shm/tiermem.$dead"
+rm -f "/dev/shm/tiermem.$dead"
+done_testing
