@@ -7,6 +7,7 @@
 
 #include "preload/alloc.h"
 #include "preload/hook.h"
+#include "preload/stream_free.h"
 
 /* ---------------------------------------------------------------- the shared path */
 
@@ -20,6 +21,7 @@ typedef struct stream_args {
 
 static CUresult serve(size_t bytes, uint32_t path, CUdeviceptr *dptr, driver_alloc call, const void *args)
 {
+    tm_stream_free_drain();
     tm_device *device = NULL;
     CUcontext ctx = NULL;
     tm_route route = dptr ? tm_route_allocation(bytes, &device, &ctx) : TM_ROUTE_DRIVER;
@@ -41,9 +43,14 @@ static CUresult release(CUdeviceptr dptr, tm_wait wait, CUstream stream, bool *h
                         CUresult (*driver_free)(CUdeviceptr dptr, CUstream stream))
 {
     *handled = true;
+    tm_stream_free_drain();
     tm_alloc *a = tm_untrack(dptr);
     if (!a) {
         *handled = tm_released_at_exit(dptr);
+        return CUDA_SUCCESS;
+    }
+    if (a->backing && wait != TM_WAIT_CONTEXT) {
+        tm_stream_free(a, stream, wait == TM_WAIT_STREAM_PTSZ);
         return CUDA_SUCCESS;
     }
     if (a->backing) {
@@ -144,10 +151,13 @@ static CUresult driver_alloc_async_ptsz(CUdeviceptr *dptr, size_t bytes, const v
     return tm_real.cuMemAllocAsync_ptsz(dptr, bytes, ((const stream_args *)args)->stream);
 }
 
-/* Chunked memory is ready at once, which satisfies stream order. */
+/* Chunked memory is ready at once, which satisfies stream order. A capturing stream gets
+ * the driver's own allocation node: the graph owns that memory's lifetime. */
 CUresult CUDAAPI cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
 {
     TM_HOOK_ENTER(cuMemAllocAsync);
+    if (tm_stream_capturing(hStream, false))
+        return tm_real.cuMemAllocAsync(dptr, bytesize, hStream);
     stream_args args = { .stream = hStream };
     return serve(bytesize, TM_PATH_MEM_ALLOC_ASYNC, dptr, driver_alloc_async, &args);
 }
@@ -155,6 +165,8 @@ CUresult CUDAAPI cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hS
 CUresult CUDAAPI cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
 {
     TM_HOOK_ENTER(cuMemAllocAsync_ptsz);
+    if (tm_stream_capturing(hStream, true))
+        return tm_real.cuMemAllocAsync_ptsz(dptr, bytesize, hStream);
     stream_args args = { .stream = hStream };
     return serve(bytesize, TM_PATH_MEM_ALLOC_ASYNC, dptr, driver_alloc_async_ptsz, &args);
 }
@@ -169,7 +181,8 @@ static CUresult driver_free_async_ptsz(CUdeviceptr dptr, CUstream stream)
     return tm_real.cuMemFreeAsync_ptsz(dptr, stream);
 }
 
-/* Chunked memory is released once the stream has drained: the free is then in order. */
+/* Chunked memory is released once the stream reaches the free (stream_free.h); the host
+ * does not wait. */
 CUresult CUDAAPI cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
 {
     TM_HOOK_ENTER(cuMemFreeAsync);
@@ -256,7 +269,7 @@ static CUresult driver_alloc_pool_ptsz(CUdeviceptr *dptr, size_t bytes, const vo
 CUresult CUDAAPI cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream)
 {
     TM_HOOK_ENTER(cuMemAllocFromPoolAsync);
-    if (pool_is_drivers(pool))
+    if (pool_is_drivers(pool) || tm_stream_capturing(hStream, false))
         return tm_real.cuMemAllocFromPoolAsync(dptr, bytesize, pool, hStream);
     stream_args args = { .stream = hStream, .pool = pool };
     return serve(bytesize, TM_PATH_MEM_ALLOC_POOL, dptr, driver_alloc_pool, &args);
@@ -266,7 +279,7 @@ CUresult CUDAAPI cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize
                                               CUstream hStream)
 {
     TM_HOOK_ENTER(cuMemAllocFromPoolAsync_ptsz);
-    if (pool_is_drivers(pool))
+    if (pool_is_drivers(pool) || tm_stream_capturing(hStream, true))
         return tm_real.cuMemAllocFromPoolAsync_ptsz(dptr, bytesize, pool, hStream);
     stream_args args = { .stream = hStream, .pool = pool };
     return serve(bytesize, TM_PATH_MEM_ALLOC_POOL, dptr, driver_alloc_pool_ptsz, &args);

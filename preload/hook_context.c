@@ -3,12 +3,15 @@
  * with the context and is only forgotten. */
 #include "preload/alloc.h"
 #include "preload/hook.h"
+#include "preload/stream_free.h"
 
 CUresult CUDAAPI cuCtxDestroy_v2(CUcontext ctx)
 {
     TM_HOOK_ENTER(cuCtxDestroy_v2);
-    if (ctx)
+    if (ctx) {
+        tm_stream_free_finish(ctx, true);
         tm_release_context(ctx, true);
+    }
     return tm_real.cuCtxDestroy_v2(ctx);
 }
 
@@ -43,8 +46,10 @@ CUresult CUDAAPI cuDevicePrimaryCtxRelease_v2(CUdevice dev)
     TM_HOOK_ENTER(cuDevicePrimaryCtxRelease_v2);
     CUresult result = tm_real.cuDevicePrimaryCtxRelease_v2(dev);
     CUcontext primary = known_primary(dev);
-    if (result == CUDA_SUCCESS && primary && !primary_active(dev))
+    if (result == CUDA_SUCCESS && primary && !primary_active(dev)) {
+        tm_stream_free_finish(primary, false);
         tm_release_context(primary, false); /* the last release destroyed it */
+    }
     return result;
 }
 
@@ -52,7 +57,9 @@ CUresult CUDAAPI cuDevicePrimaryCtxReset_v2(CUdevice dev)
 {
     TM_HOOK_ENTER(cuDevicePrimaryCtxReset_v2);
     CUcontext primary = known_primary(dev);
-    if (primary)
+    if (primary) {
+        tm_stream_free_finish(primary, primary_active(dev));
         tm_release_context(primary, primary_active(dev));
+    }
     return tm_real.cuDevicePrimaryCtxReset_v2(dev);
 }

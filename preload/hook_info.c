@@ -7,6 +7,7 @@
 #include "preload/alloc.h"
 #include "preload/hook.h"
 #include "preload/state.h"
+#include "preload/stream_free.h"
 
 /* ---------------------------------------------------------------- free and total */
 
@@ -23,6 +24,7 @@ CUresult CUDAAPI cuMemGetInfo_v2(size_t *free, size_t *total)
     TM_HOOK_ENTER(cuMemGetInfo_v2);
     if (!free || !total)
         return tm_real.cuMemGetInfo_v2(free, total);
+    tm_stream_free_drain();
     size_t driver_free, driver_total;
     CUresult result = tm_real.cuMemGetInfo_v2(&driver_free, &driver_total);
     if (result != CUDA_SUCCESS)

@@ -2,7 +2,8 @@
  * in HBM when the HBM budget holds it; otherwise the handle is created in the first lower
  * tier with room (HOST_NUMA at the tier's node), which the program maps and uses exactly
  * as it would device memory. Host locations are the program's business and never count
- * against HBM. */
+ * against HBM. A handle stays charged while it is mapped, even after its release (see
+ * vmm_handles.h). */
 #include <pthread.h>
 #include <string.h>
 
@@ -79,20 +80,43 @@ CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, 
     return CUDA_ERROR_OUT_OF_MEMORY;
 }
 
+/* A handle's memory ends when it is released and no mapping of it is left. */
+static void memory_gone(const tm_vmm_handle_info *info)
+{
+    tm_device *device = tm_device_ready();
+    if (!device)
+        return;
+    charge(device, info->tier, info->bytes, -1);
+    tm_stats_record_remove(info->stats_slot);
+    tm_stat_add(free_total, 1);
+}
+
 CUresult CUDAAPI cuMemRelease(CUmemGenericAllocationHandle handle)
 {
     TM_HOOK_ENTER(cuMemRelease);
-    tm_vmm_handle_info info;
-    bool tracked = tm_vmm_handles_take(handle, &info);
     CUresult result = tm_real.cuMemRelease(handle);
-    tm_device *device = tm_device_ready();
-    if (tracked && result != CUDA_SUCCESS) {
-        tm_vmm_handles_add(handle, &info);
-    } else if (tracked && device) {
-        charge(device, info.tier, info.bytes, -1);
-        tm_stats_record_remove(info.stats_slot);
-        tm_stat_add(free_total, 1);
-    }
+    tm_vmm_handle_info info;
+    if (result == CUDA_SUCCESS && tm_vmm_handles_released(handle, &info))
+        memory_gone(&info);
+    return result;
+}
+
+CUresult CUDAAPI cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
+                          unsigned long long flags)
+{
+    TM_HOOK_ENTER(cuMemMap);
+    CUresult result = tm_real.cuMemMap(ptr, size, offset, handle, flags);
+    if (result == CUDA_SUCCESS)
+        tm_vmm_handles_mapped(ptr, size, handle);
+    return result;
+}
+
+CUresult CUDAAPI cuMemUnmap(CUdeviceptr ptr, size_t size)
+{
+    TM_HOOK_ENTER(cuMemUnmap);
+    CUresult result = tm_real.cuMemUnmap(ptr, size);
+    if (result == CUDA_SUCCESS)
+        tm_vmm_handles_unmapped(ptr, size, memory_gone);
     return result;
 }
 

@@ -11,6 +11,7 @@
 #include "preload/log.h"
 #include "preload/registry.h"
 #include "preload/stats.h"
+#include "preload/stream_free.h"
 #include "preload/vmm_handles.h"
 
 static tm_config config;
@@ -43,6 +44,7 @@ static void after_fork_in_child(void)
 {
     tm_forget_all_in_child();
     tm_vmm_handles_forget_in_child();
+    tm_stream_free_forget_in_child();
     tm_stats_forget_in_child();
     tm_device_forget_in_child();
 }
@@ -106,6 +108,7 @@ static void at_exit(void)
 {
     if (exit_pid != getpid())
         return; /* a fork child that never allocated: the parent's memory is not its own */
+    tm_stream_free_finish(NULL, true);
     tm_release_all_at_exit();
     log_exit_summary();
     tm_stats_close();

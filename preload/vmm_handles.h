@@ -1,10 +1,14 @@
 /* vmm_handles.h — physical handles the program creates itself with cuMemCreate at a
  * DEVICE location: counted in HBM, or created in a lower tier when HBM has no room. The
- * map remembers each handle's tier, size and the properties the program asked for. */
+ * map remembers each handle's tier, size and the properties the program asked for, and
+ * where the program mapped it: a handle's memory lives until it is released and every
+ * mapping of it is gone (create → map → release is how memory pools grow), so that is
+ * when its charge ends. */
 #ifndef TM_PRELOAD_VMM_HANDLES_H
 #define TM_PRELOAD_VMM_HANDLES_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "policy/tier.h"
@@ -18,10 +22,19 @@ typedef struct tm_vmm_handle_info {
 } tm_vmm_handle_info;
 
 bool tm_vmm_handles_add(CUmemGenericAllocationHandle handle, const tm_vmm_handle_info *info);
-/* Removes the handle; false when it is not tracked. */
-bool tm_vmm_handles_take(CUmemGenericAllocationHandle handle, tm_vmm_handle_info *info);
 /* Copies what is known about a handle without removing it. */
 bool tm_vmm_handles_find(CUmemGenericAllocationHandle handle, tm_vmm_handle_info *info);
+
+/* After the driver released `handle`: forgets the handle. Returns true with *info set
+ * when its memory is gone too (no mapping left), so the caller ends its charge. */
+bool tm_vmm_handles_released(CUmemGenericAllocationHandle handle, tm_vmm_handle_info *info);
+
+/* After the driver mapped `handle` at [va, va + size): remembers the mapping. */
+void tm_vmm_handles_mapped(CUdeviceptr va, size_t size, CUmemGenericAllocationHandle handle);
+
+/* After the driver unmapped [va, va + size): forgets the mappings inside it and calls
+ * `gone` for each released handle whose last mapping that was. */
+void tm_vmm_handles_unmapped(CUdeviceptr va, size_t size, void (*gone)(const tm_vmm_handle_info *info));
 
 void tm_vmm_handles_lock(void);
 void tm_vmm_handles_unlock(void);

@@ -3,6 +3,8 @@
 #
 #   $(O)/tests/preload/probe          an ordinary CUDA program (links libcuda.so.1)
 #   $(O)/tests/preload/doors          reaches the driver through every door
+#   $(O)/tests/preload/serving        what serving stacks do: pools of their own, stream-ordered
+#                                     frees, graphs
 #   $(O)/tests/preload/kernels.so     its host kernels (a simcuda module)
 
 PRELOAD_TEST_DIR := $(O)/tests/preload
@@ -27,6 +29,11 @@ $(PRELOAD_TEST_DIR)/doors: $(O)/obj/tests/preload/doors.o $(O)/obj/tests/preload
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) $(filter %.o,$^) -o $@ $(PRELOAD_TEST_LINK)
 
+$(PRELOAD_TEST_DIR)/serving: $(O)/obj/tests/preload/serving.o $(O)/obj/tests/preload/probe_util.o \
+    $(O)/lib/simcuda/libcuda.so.1 | $(PRELOAD_TEST_KERNELS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) $(filter %.o,$^) -o $@ $(PRELOAD_TEST_LINK)
+
 # Unit tests of the pieces that need no driver.
 $(PRELOAD_TEST_DIR)/test_registry: $(O)/obj/tests/preload/test_registry.o $(O)/obj/preload/registry.o
 	@mkdir -p $(@D)
@@ -36,5 +43,5 @@ TEST_PROGS += $(PRELOAD_TEST_DIR)/test_registry
 TEST_SCRIPTS += $(sort $(wildcard tests/preload/test_*.sh))
 
 # The shell tests need these built by `make test`.
-test-progs: $(PRELOAD_TEST_DIR)/probe $(PRELOAD_TEST_DIR)/doors $(PRELOAD_TEST_KERNELS) \
+test-progs: $(PRELOAD_TEST_DIR)/probe $(PRELOAD_TEST_DIR)/doors $(PRELOAD_TEST_DIR)/serving $(PRELOAD_TEST_KERNELS) \
             $(O)/lib/libtiermem.so $(O)/bin/tiermem-stat

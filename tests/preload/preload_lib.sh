@@ -8,6 +8,7 @@
 #                                     under the interposer; sets HELD_PID, HELD_OUT, HELD_FILE
 #   release_held                      lets it finish; sets HELD_RC
 PROBE=$B/tests/preload/probe
+SERVING=$B/tests/preload/serving
 DOORS=$B/tests/preload/doors
 LIBTIERMEM=$B/lib/libtiermem.so
 TIERMEM_STAT=$B/bin/tiermem-stat

@@ -34,19 +34,6 @@
 #include "tests/preload/probe_util.h"
 #include "tools/tiermem-stat/stats_read.h"
 
-static size_t parse_size(const char *text)
-{
-    char *end;
-    unsigned long long v = strtoull(text, &end, 10);
-    switch (*end) {
-    case 'K': v <<= 10; break;
-    case 'M': v <<= 20; break;
-    case 'G': v <<= 30; break;
-    default: break;
-    }
-    return (size_t)v;
-}
-
 static int fail(const char *what)
 {
     printf("FAIL: %s\n", what);
@@ -116,7 +103,7 @@ static int run_meminfo(int argc, char **argv)
     CUdeviceptr p[16];
     int n = argc < 16 ? argc : 16;
     for (int i = 0; i < n; i++) {
-        CUresult r = cuMemAlloc(&p[i], parse_size(argv[i]));
+        CUresult r = cuMemAlloc(&p[i], probe_parse_size(argv[i]));
         if (r != CUDA_SUCCESS) {
             printf("allocation %d failed: %s\n", i + 1, probe_error_name(r));
             return 2;
@@ -206,12 +193,7 @@ static int run_vmm(size_t size, int count)
 {
     probe_init();
     CUmemAllocationProp prop;
-    memset(&prop, 0, sizeof prop);
-    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    prop.location.id = 0;
-    size_t granularity;
-    CHECK(cuMemGetAllocationGranularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+    size_t granularity = probe_device_prop(&prop);
     size = (size + granularity - 1) / granularity * granularity;
     static CUmemGenericAllocationHandle handles[256];
     if (count > 256)
@@ -575,13 +557,13 @@ int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (argc >= 4 && strcmp(argv[1], "pieces") == 0)
-        return run_pieces(parse_size(argv[2]), parse_size(argv[3]), argc > 4 ? argv[4] : NULL);
+        return run_pieces(probe_parse_size(argv[2]), probe_parse_size(argv[3]), argc > 4 ? argv[4] : NULL);
     if (argc >= 2 && strcmp(argv[1], "meminfo") == 0)
         return run_meminfo(argc - 2, argv + 2);
     if (argc == 3 && strcmp(argv[1], "attrs") == 0)
-        return run_attrs(parse_size(argv[2]));
+        return run_attrs(probe_parse_size(argv[2]));
     if (argc == 4 && strcmp(argv[1], "vmm") == 0)
-        return run_vmm(parse_size(argv[2]), atoi(argv[3]));
+        return run_vmm(probe_parse_size(argv[2]), atoi(argv[3]));
     if (argc == 2 && strcmp(argv[1], "paths") == 0)
         return run_paths();
     if (argc == 4 && strcmp(argv[1], "threads") == 0)
@@ -589,7 +571,7 @@ int main(int argc, char **argv)
     if (argc == 2 && strcmp(argv[1], "fork") == 0)
         return run_fork();
     if (argc == 4 && strcmp(argv[1], "leak") == 0)
-        return run_leak(parse_size(argv[2]), atoi(argv[3]));
+        return run_leak(probe_parse_size(argv[2]), atoi(argv[3]));
     if (argc == 2 && strcmp(argv[1], "ctx") == 0)
         return run_ctx();
     if (argc == 2 && strcmp(argv[1], "faults") == 0)

@@ -17,6 +17,30 @@ const char *probe_error_name(CUresult result)
     return name;
 }
 
+size_t probe_parse_size(const char *text)
+{
+    char *end;
+    unsigned long long v = strtoull(text, &end, 10);
+    switch (*end) {
+    case 'K': v <<= 10; break;
+    case 'M': v <<= 20; break;
+    case 'G': v <<= 30; break;
+    default: break;
+    }
+    return (size_t)v;
+}
+
+size_t probe_device_prop(CUmemAllocationProp *prop)
+{
+    memset(prop, 0, sizeof *prop);
+    prop->type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop->location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop->location.id = 0;
+    size_t granularity;
+    CHECK(cuMemGetAllocationGranularity(&granularity, prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+    return granularity;
+}
+
 void probe_check(CUresult result, const char *what, const char *file, int line)
 {
     if (result == CUDA_SUCCESS)

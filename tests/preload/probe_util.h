@@ -13,8 +13,14 @@ void probe_check(CUresult result, const char *what, const char *file, int line);
 
 const char *probe_error_name(CUresult result);
 
+/* A byte count with an optional K/M/G suffix. */
+size_t probe_parse_size(const char *text);
+
 /* cuInit, device 0, its primary context made current. */
 CUcontext probe_init(void);
+
+/* Properties of a physical handle at device 0; returns their VMM granularity. */
+size_t probe_device_prop(CUmemAllocationProp *prop);
 
 /* The add_bytes kernel of the test module. */
 CUfunction probe_kernel(void);

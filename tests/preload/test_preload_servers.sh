@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# What serving stacks do with device memory: pools built on the VMM API (create, map,
+# release at once), stream-ordered frees that must not block the host, CUDA graphs.
+source "$(dirname "$0")/../lib/tap.sh"
+source "$(dirname "$0")/preload_lib.sh"
+MIB=$((1 << 20))
+SIM=(SIMCUDA_MEM=256M SIMCUDA_NUMA_NODES=0,1 TIERMEM_CXL_NODE=1)
+
+# ---------------------------------------------------------------- a pool of the program's own
+# llama.cpp grows its pool by create → map → release: the mapping keeps the memory, so it
+# must keep counting. Four 48 MiB grows under a 96 MiB HBM limit (94 MiB past the 2 MiB
+# reserve): the first fits HBM, the other three go to CXL.
+out=$(under_tiermem "${SIM[@]}" TIERMEM_HBM_LIMIT=96M TIERMEM_STATS="$SCRATCH/grow" -- "$SERVING" grow 48M 4 2>&1)
+rc=$?
+check_eq "the pool grows four times and every byte checks" "$rc" 0
+json=$("$TIERMEM_STAT" --json "$SCRATCH/grow")
+check_eq "released but mapped handles keep counting: 48 MiB peak in hbm, 144 MiB in cxl" \
+  "$(json_tier "$json" hbm peak) $(json_tier "$json" cxl peak)" "$((48 * MIB)) $((144 * MIB))"
+free=()
+for i in 1 2 3 4; do free+=("$(sed -n "s/^grow $i free //p" <<<"$out")"); done
+unmapped=$(sed -n 's/^unmapped free //p' <<<"$out")
+check_eq "cuMemGetInfo counts the mapped grow in hbm until it is unmapped" "$((unmapped - free[0]))" "$((48 * MIB))"
+check_eq "the grows that spilled leave hbm's free memory as it was" "${free[3]}" "${free[0]}"
+check "unmapping ends the charge: nothing in use at exit" \
+  test "$(json_tier_sum "$json" used) $(json_value "$json" free_total)" = "0 4"
+
+# ---------------------------------------------------------------- stream-ordered free
+# The stream is held by a host function until the free returns: a free that waits for the
+# stream would time it out.
+out=$(under_tiermem "${SIM[@]}" SIMCUDA_ASYNC=1 -- "$SERVING" freeasync 64M 2>&1); rc=$?
+check_eq "cuMemFreeAsync of chunked memory returns without waiting for the stream" "$rc" 0
+check "the program saw the free return while its stream was held" \
+  grep -q '^free returned while the stream was held' <<<"$out"
+read -r before after < <(sed -n 's/^info before \([0-9]*\) after \([0-9]*\)/\1 \2/p' <<<"$out")
+check_eq "once the stream reached the free, the memory is back" "${after:-none}" "${before:-unknown}"
+done_testing
