@@ -9,9 +9,10 @@
  *                              by a host function waiting for the host: prints "free returned
  *                              while the stream was held" when the free did not wait, then
  *                              "info before B after A" (cuMemGetInfo free before and after)
- *   serving capture SIZE       allocates SIZE, captures a graph that writes it and allocates
- *                              and frees scratch inside, frees SIZE while capturing, launches
- *                              the graph twice and checks what it wrote
+ *   serving capture SIZE       a CUDA graph captured from a stream: it allocates scratch,
+ *                              writes it through a stream-ordered allocation made before the
+ *                              capture into a target, and frees both; launched once, every
+ *                              byte of the target is checked
  *
  * Sizes take K/M/G suffixes. Exit status: 0 fine, 2 an allocation failed, 3 another driver
  * call failed, 4 wrong answers, 1 bad arguments. */
@@ -126,21 +127,22 @@ static int run_capture(size_t size)
     probe_init();
     CUstream stream;
     CHECK(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
-    CUdeviceptr target;
-    if (cuMemAlloc(&target, size) != CUDA_SUCCESS)
+    CUdeviceptr data, target;
+    if (cuMemAllocAsync(&data, size, stream) != CUDA_SUCCESS || cuMemAlloc(&target, size) != CUDA_SUCCESS)
         return 2;
-    CHECK(cuMemsetD8(target, 0, size));
+    CHECK(cuStreamSynchronize(stream));
     CHECK(cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL));
     CUstreamCaptureStatus status;
     CHECK(cuStreamIsCapturing(stream, &status));
     if (status != CU_STREAM_CAPTURE_STATUS_ACTIVE)
         return fail("the stream does not say it is capturing");
-    CUdeviceptr scratch;
+    CUdeviceptr scratch; /* the graph's own allocation */
     CHECK(cuMemAllocAsync(&scratch, size, stream));
     CHECK(cuMemsetD8Async(scratch, 0x5a, size, stream));
-    CHECK(cuMemcpyDtoDAsync(target, scratch, size, stream));
+    CHECK(cuMemcpyDtoDAsync(data, scratch, size, stream));
+    CHECK(cuMemcpyDtoDAsync(target, data, size, stream));
     CHECK(cuMemFreeAsync(scratch, stream));
-    CHECK(cuMemFreeAsync(target, stream)); /* the graph's last use: freed when it runs */
+    CHECK(cuMemFreeAsync(data, stream)); /* the graph's last use of it: freed when the graph runs */
     CUgraph graph;
     CHECK(cuStreamEndCapture(stream, &graph));
     CHECK(cuStreamIsCapturing(stream, &status));
@@ -148,11 +150,23 @@ static int run_capture(size_t size)
         return fail("the stream still says it is capturing");
     CUgraphExec exec;
     CHECK(cuGraphInstantiate(&exec, graph, 0));
+    CHECK(cuMemsetD8(target, 0, size));
     CHECK(cuGraphLaunch(exec, stream));
     CHECK(cuStreamSynchronize(stream));
-    printf("graph ran: captured writes landed\n");
+    unsigned char *seen = malloc(size);
+    if (!seen)
+        return 1;
+    CHECK(cuMemcpyDtoH(seen, target, size));
+    for (size_t i = 0; i < size; i++)
+        if (seen[i] != 0x5a) {
+            printf("byte %zu is 0x%02x after the graph ran\n", i, seen[i]);
+            return 4;
+        }
+    free(seen);
+    printf("graph ran: every captured write landed\n");
     CHECK(cuGraphExecDestroy(exec));
     CHECK(cuGraphDestroy(graph));
+    CHECK(cuMemFree(target));
     CHECK(cuStreamDestroy(stream));
     return 0;
 }

@@ -33,4 +33,17 @@ check "the program saw the free return while its stream was held" \
   grep -q '^free returned while the stream was held' <<<"$out"
 read -r before after < <(sed -n 's/^info before \([0-9]*\) after \([0-9]*\)/\1 \2/p' <<<"$out")
 check_eq "once the stream reached the free, the memory is back" "${after:-none}" "${before:-unknown}"
+
+
+# ---------------------------------------------------------------- CUDA graphs
+# A capture allocates and frees scratch (the driver's allocation nodes) and frees a chunked
+# allocation made before it: no sync of the capturing stream, and the memory stays mapped
+# for the graph, which then writes through it.
+for async in 0 1; do
+  out=$(without_tiermem SIMCUDA_ASYNC=$async -- "$SERVING" capture 8M 2>&1); rc=$?
+  check_eq "SIMCUDA_ASYNC=$async: on simcuda alone the captured graph runs and writes every byte" "$rc" 0
+  out=$(under_tiermem "${SIM[@]}" SIMCUDA_ASYNC=$async -- "$SERVING" capture 8M 2>&1); rc=$?
+  check_eq "SIMCUDA_ASYNC=$async: under the interposer the capture stays valid and every byte lands" "$rc" 0
+  check "SIMCUDA_ASYNC=$async: the graph ran" grep -q '^graph ran: every captured write landed' <<<"$out"
+done
 done_testing

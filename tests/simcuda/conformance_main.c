@@ -32,5 +32,6 @@ int main(int argc, char **argv)
     failed += run_stream_event_tests();
     failed += run_module_launch_tests();
     failed += run_proc_address_tests();
+    failed += run_graph_tests();
     return failed ? 1 : 0;
 }

@@ -9,6 +9,7 @@ int run_vmm_tests(void);
 int run_stream_event_tests(void);
 int run_module_launch_tests(void);
 int run_proc_address_tests(void);
+int run_graph_tests(void);
 
 /* Fresh-process cases (see child_dispatch in harness.h). */
 int child_before_init(void);

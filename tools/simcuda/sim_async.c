@@ -16,7 +16,7 @@ static bool blocking(const sim_stream *stream)
     return !(stream->flags & CU_STREAM_NON_BLOCKING);
 }
 
-static void op_free(sim_op *op)
+void sim_op_free(sim_op *op)
 {
     if (op->kind == SIM_OP_LAUNCH)
         free(op->launch.param_copy);
@@ -45,7 +45,7 @@ static void *worker_main(void *arg)
             sim.async_blocking_pending--;
         pthread_cond_broadcast(&sim.async_done);
         sim_unlock();
-        op_free(op);
+        sim_op_free(op);
         sim_lock();
     }
     sim_unlock();
@@ -75,23 +75,31 @@ static bool copy_params(sim_op *op)
     return true;
 }
 
-CUresult sim_async_enqueue(sim_stream *stream, const sim_op *op)
+sim_op *sim_op_clone(const sim_op *op)
 {
     sim_op *copy = malloc(sizeof *copy);
     if (!copy)
-        return CUDA_ERROR_OUT_OF_MEMORY;
+        return NULL;
     *copy = *op;
     copy->next = NULL;
     if (copy->kind == SIM_OP_LAUNCH && !copy_params(copy)) {
         free(copy);
-        return CUDA_ERROR_OUT_OF_MEMORY;
+        return NULL;
     }
+    return copy;
+}
+
+CUresult sim_async_enqueue(sim_stream *stream, const sim_op *op)
+{
+    sim_op *copy = sim_op_clone(op);
+    if (!copy)
+        return CUDA_ERROR_OUT_OF_MEMORY;
     if (!stream->has_worker) {
         pthread_t thread;
         pthread_cond_init(&stream->wake, NULL);
         if (pthread_create(&thread, NULL, worker_main, stream) != 0) {
             pthread_cond_destroy(&stream->wake);
-            op_free(copy);
+            sim_op_free(copy);
             return CUDA_ERROR_OUT_OF_MEMORY;
         }
         pthread_detach(thread);

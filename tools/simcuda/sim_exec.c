@@ -155,6 +155,11 @@ double sim_exec_run(sim_stream *stream, sim_op *op)
 static CUresult submit(sim_stream *stream, sim_op *op, bool queueable, bool host_waits)
 {
     sim_lock();
+    if (stream && stream->capture) {
+        CUresult result = sim_graph_capture_op(stream, op, queueable && !host_waits);
+        sim_unlock();
+        return result;
+    }
     op->submitted_ns = sim_time_host_enter();
     if (sim.config.async && stream && queueable) {
         CUresult result = sim_async_enqueue(stream, op);
@@ -220,4 +225,11 @@ CUresult sim_exec_host_func(sim_stream *stream, CUhostFn fn, void *data)
 {
     sim_op op = { .kind = SIM_OP_HOST_FUNC, .host = { fn, data } };
     return submit(stream, &op, true, false);
+}
+
+CUresult sim_exec_op(sim_stream *stream, const sim_op *op)
+{
+    sim_op copy = *op;
+    copy.next = NULL;
+    return submit(stream, &copy, true, false);
 }

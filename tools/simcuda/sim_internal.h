@@ -69,7 +69,8 @@ bool sim_config_numa_node_ok(const sim_config *config, int node);
 /* ---------------------------------------------------------------- handles */
 
 typedef enum sim_kind {
-    SIM_CONTEXT = 1, SIM_STREAM, SIM_EVENT, SIM_MODULE, SIM_FUNCTION, SIM_POOL, SIM_PHYS,
+    SIM_CONTEXT = 1, SIM_STREAM, SIM_EVENT, SIM_MODULE, SIM_FUNCTION, SIM_POOL, SIM_PHYS, SIM_GRAPH,
+    SIM_GRAPH_EXEC,
 } sim_kind;
 
 /* First member of every object handed out; the object's address is its handle. */
@@ -93,6 +94,7 @@ typedef struct sim_context {
 } sim_context;
 
 typedef struct sim_op sim_op;
+typedef struct sim_graph sim_graph;
 
 typedef struct sim_stream {
     sim_object obj;
@@ -106,6 +108,8 @@ typedef struct sim_stream {
     bool has_worker;
     bool destroyed;         /* the handle is gone; the worker frees the stream when idle */
     pthread_cond_t wake;    /* the worker waits here for work */
+    sim_graph *capture;     /* cuStreamBeginCapture: work goes into this graph (sim_graph.c) */
+    bool capture_invalid;   /* something that cannot be captured was tried */
 } sim_stream;
 
 typedef struct sim_event {
@@ -299,6 +303,8 @@ CUresult sim_exec_launch(sim_stream *stream, simcuda_kernel_fn *entry, const sim
 /* Records `event` (lock not held); its op_refs and records were taken under the lock. */
 CUresult sim_exec_event(sim_stream *stream, sim_op_kind kind, sim_event *event, uint64_t record);
 CUresult sim_exec_host_func(sim_stream *stream, CUhostFn fn, void *data);
+/* Submits a copy of a recorded operation (a graph's), queueable. */
+CUresult sim_exec_op(sim_stream *stream, const sim_op *op);
 /* Runs one operation on the calling thread, lock not held; returns when it ends in
  * simulated time. */
 double sim_exec_run(sim_stream *stream, sim_op *op);
@@ -316,6 +322,24 @@ void sim_async_wait_all(void);
 bool sim_async_busy(const sim_stream *stream);
 /* Lock held: a stream's handle is gone; frees it now or when its worker is done. */
 void sim_async_stream_gone(sim_stream *stream);
+/* A copy of *op that owns its launch parameters; NULL when out of memory. */
+sim_op *sim_op_clone(const sim_op *op);
+void sim_op_free(sim_op *op);
+
+/* ---------------------------------------------------------------- graphs (capture) */
+
+/* Lock held: appends a copy of *op to the graph `stream` captures. queueable false: the
+ * work cannot be captured (it would make the host wait); the capture is invalidated and
+ * CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED returned. */
+CUresult sim_graph_capture_op(sim_stream *stream, const sim_op *op, bool queueable);
+/* Lock held: an allocation made on a capturing stream belongs to the graph. */
+void sim_graph_capture_alloc(sim_stream *stream, CUdeviceptr dptr);
+/* Lock held: a free on a capturing stream; memory the graph allocated is freed with it,
+ * other memory when the graph runs. */
+CUresult sim_graph_capture_free(sim_stream *stream, CUdeviceptr dptr);
+/* Lock not held: true (and the capture invalidated) when `stream` is capturing, for calls
+ * that would make the host wait on it. */
+bool sim_graph_capture_refuses(sim_stream *stream);
 /* Lock held: an event's handle is gone, or an operation let go of it: frees it when
  * nothing points at it any more. */
 void sim_event_release(sim_event *event);

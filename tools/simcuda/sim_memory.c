@@ -178,17 +178,31 @@ SIM_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytes, unsigned 
 
 /* ---------------------------------------------------------------- memory pools */
 
-static CUresult alloc_async(CUdeviceptr *dptr, size_t bytes, CUstream stream)
+/* On a capturing stream the memory becomes the graph's (sim_graph.c). */
+static CUresult owned_by_capture(sim_stream *stream, CUresult result, CUdeviceptr *dptr)
 {
-    CUresult result = sim_stream_enter(stream, NULL);
-    if (result != CUDA_SUCCESS)
-        return result;
-    return sim_device_alloc(dptr, bytes, false, sim.default_pool);
+    if (result == CUDA_SUCCESS && stream) {
+        sim_lock();
+        if (stream->capture)
+            sim_graph_capture_alloc(stream, *dptr);
+        sim_unlock();
+    }
+    return result;
 }
 
-static CUresult alloc_from_pool(CUdeviceptr *dptr, size_t bytes, CUmemoryPool pool, CUstream stream)
+static CUresult alloc_async(CUdeviceptr *dptr, size_t bytes, CUstream handle)
 {
-    CUresult result = sim_stream_enter(stream, NULL);
+    sim_stream *stream;
+    CUresult result = sim_stream_enter(handle, &stream);
+    if (result != CUDA_SUCCESS)
+        return result;
+    return owned_by_capture(stream, sim_device_alloc(dptr, bytes, false, sim.default_pool), dptr);
+}
+
+static CUresult alloc_from_pool(CUdeviceptr *dptr, size_t bytes, CUmemoryPool pool, CUstream handle)
+{
+    sim_stream *stream;
+    CUresult result = sim_stream_enter(handle, &stream);
     if (result != CUDA_SUCCESS)
         return result;
     sim_lock();
@@ -196,15 +210,21 @@ static CUresult alloc_from_pool(CUdeviceptr *dptr, size_t bytes, CUmemoryPool po
     sim_unlock();
     if (!p)
         return CUDA_ERROR_INVALID_VALUE;
-    return sim_device_alloc(dptr, bytes, false, p);
+    return owned_by_capture(stream, sim_device_alloc(dptr, bytes, false, p), dptr);
 }
 
-static CUresult free_async(CUdeviceptr dptr, CUstream stream)
+static CUresult free_async(CUdeviceptr dptr, CUstream handle)
 {
-    CUresult result = sim_stream_enter(stream, NULL);
+    sim_stream *stream;
+    CUresult result = sim_stream_enter(handle, &stream);
     if (result != CUDA_SUCCESS)
         return result;
-    return sim_device_free(dptr);
+    sim_lock();
+    bool captured = stream && stream->capture;
+    if (captured)
+        result = sim_graph_capture_free(stream, dptr);
+    sim_unlock();
+    return captured ? result : sim_device_free(dptr);
 }
 
 SIM_EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytes, CUstream stream)

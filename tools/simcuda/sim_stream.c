@@ -113,6 +113,8 @@ static CUresult stream_synchronize(CUstream handle)
 {
     sim_stream *stream;
     CUresult result = sim_stream_enter(handle, &stream);
+    if (result == CUDA_SUCCESS && sim_graph_capture_refuses(stream))
+        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     if (result == CUDA_SUCCESS) {
         sim_lock();
         sim_async_wait_stream(stream);
@@ -126,6 +128,8 @@ static CUresult stream_query(CUstream handle)
 {
     sim_stream *stream;
     CUresult result = sim_stream_enter(handle, &stream);
+    if (result == CUDA_SUCCESS && sim_graph_capture_refuses(stream))
+        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     if (result == CUDA_SUCCESS) {
         sim_lock();
         if (sim_async_busy(stream))
