@@ -271,6 +271,9 @@ struct sim_op {
     sim_op *next;
     sim_op_kind kind;
     double submitted_ns;        /* host clock at submission: nothing starts before it */
+    uint64_t seq;               /* launch sequence number (the touch probe's 4th argument) */
+    bool on_host_thread;        /* runs in the submitting call: the host clock follows */
+    bool host_waits;            /* a synchronous call: the host clock moves to its end */
     union {
         struct { void *dst; const void *src; size_t bytes; } copy;
         struct { void *dst; unsigned int value; size_t element_size, count; } memset;
