@@ -6,6 +6,10 @@
 int run_simcuda_env_tests(void);
 int run_simcuda_module_tests(void);
 int run_simcuda_handle_tests(void);
+int run_simcuda_managed_tests(void);
+
+/* In a child: initialises the driver, makes device 0's primary context current. */
+int child_start(CUdevice *dev);
 
 int child_print_capacity(void);
 int child_report_init(void);
@@ -18,5 +22,7 @@ int child_host_numa_vmm_off(void);
 int child_host_numa_vmm_on(void);
 int child_unimplemented(void);
 int child_copy_without_access(void);
+int child_managed_api(void);
+int child_managed_sweeps(void);
 
 #endif /* TESTS_SIMCUDA_SIMCUDA_ONLY_H */

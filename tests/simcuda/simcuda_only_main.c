@@ -20,6 +20,8 @@ static const struct child_case child_cases[] = {
     {"host_numa_vmm_on", child_host_numa_vmm_on},
     {"unimplemented", child_unimplemented},
     {"copy_without_access", child_copy_without_access},
+    {"managed_api", child_managed_api},
+    {"managed_sweeps", child_managed_sweeps},
 };
 
 int main(int argc, char **argv)
@@ -34,5 +36,6 @@ int main(int argc, char **argv)
     failed += run_simcuda_env_tests();
     failed += run_simcuda_module_tests();
     failed += run_simcuda_handle_tests();
+    failed += run_simcuda_managed_tests();
     return failed ? 1 : 0;
 }

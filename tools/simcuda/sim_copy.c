@@ -53,6 +53,8 @@ static CUresult copy(uintptr_t dst, copy_side dst_side, uintptr_t src, copy_side
     if (result == CUDA_SUCCESS && bytes > 0) {
         dst_class = location_class(dst);
         src_class = location_class(src);
+        sim_uvm_cost managed = { 0 };
+        sim_managed_copy(dst, dst_class, src, src_class, bytes, &managed);
     }
     sim_unlock();
     if (result != CUDA_SUCCESS || bytes == 0)
@@ -115,6 +117,10 @@ static CUresult memset_elements(CUdeviceptr dst, unsigned int value, size_t elem
     if (result == CUDA_SUCCESS && count > 0)
         result = side_check(dst, SIDE_DEVICE, element_size * count, true);
     int dst_class = result == CUDA_SUCCESS && count > 0 ? location_class(dst) : SIM_LOC_DEVICE;
+    if (result == CUDA_SUCCESS && count > 0) {
+        sim_uvm_cost managed = { 0 };
+        sim_managed_copy(dst, dst_class, 0, SIM_LOC_DEVICE, element_size * count, &managed);
+    }
     sim_unlock();
     if (result != CUDA_SUCCESS || count == 0)
         return result;

@@ -25,6 +25,7 @@
 #include <uthash.h>
 
 #include "tools/simcuda/simcuda.h"
+#include "tools/simcuda/sim_uvm.h"
 
 #define SIM_GRANULARITY      ((size_t)2 << 20) /* VMM granularity, minimum and recommended */
 #define SIM_ALLOC_ALIGN      256               /* cuMemAlloc alignment */
@@ -42,6 +43,7 @@ typedef struct sim_config {
     int numa_node_count;
     bool host_numa_vmm;                     /* SIMCUDA_HOST_NUMA_VMM */
     int log_level;                          /* 0 warn, 1 info */
+    sim_uvm_params uvm;                     /* SIMCUDA_UVM_*: the managed-memory model */
 } sim_config;
 
 /* Parses the SIMCUDA_* environment; on a bad value prints one line naming it. */
@@ -185,6 +187,7 @@ typedef struct sim_state {
     /* bytes moved by copies and memsets, by destination and source kind */
     uint64_t copy_bytes[3][3];  /* [dst class][src class], SIM_LOC_* */
     uint64_t launches;
+    sim_uvm *uvm;               /* managed memory's fault model, made on first use */
 } sim_state;
 
 extern sim_state sim;
@@ -235,6 +238,20 @@ CUresult sim_exec_copy(sim_stream *stream, void *dst, const void *src, size_t by
 CUresult sim_exec_memset(sim_stream *stream, void *dst, unsigned int value,
                          size_t element_size, size_t count, int dst_class);
 void sim_exec_launch(sim_stream *stream, simcuda_kernel_fn *entry, const simcuda_launch *launch);
+
+/* ---------------------------------------------------------------- managed memory */
+
+/* All lock held. Managed allocations enter and leave the fault model (sim_managed.c). */
+void sim_managed_add(uintptr_t base, size_t size);
+void sim_managed_remove(uintptr_t base);
+bool sim_managed_contains(uintptr_t address);
+/* A device access (a kernel's declared range) to managed memory; `cost` is added to. */
+void sim_managed_device_access(uintptr_t address, size_t bytes, bool write, sim_uvm_cost *cost);
+/* A copy or memset touching managed memory: a host access when the other side is host
+ * memory, a device access when it is device memory (src 0: a memset). */
+void sim_managed_copy(uintptr_t dst, int dst_class, uintptr_t src, int src_class, size_t bytes,
+                      sim_uvm_cost *cost);
+void sim_managed_totals(sim_uvm_cost *totals);
 
 /* ---------------------------------------------------------------- diagnostics */
 
