@@ -6,6 +6,7 @@
 int run_simcuda_env_tests(void);
 int run_simcuda_module_tests(void);
 int run_simcuda_handle_tests(void);
+int run_simcuda_time_tests(void);
 int run_simcuda_managed_tests(void);
 
 /* In a child: initialises the driver, makes device 0's primary context current. */
@@ -22,6 +23,11 @@ int child_host_numa_vmm_off(void);
 int child_host_numa_vmm_on(void);
 int child_unimplemented(void);
 int child_copy_without_access(void);
+int child_time_htod(void);
+int child_time_copy_engines(void);
+int child_time_kernel_roofline(void);
+int child_time_host_clock(void);
+int child_time_abi1(void);
 int child_managed_api(void);
 int child_managed_sweeps(void);
 

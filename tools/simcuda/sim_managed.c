@@ -1,20 +1,28 @@
 /* sim_managed.c — managed memory as UVM serves it: cuMemPrefetchAsync and cuMemAdvise in
  * every ABI cuda.h has, and the glue that feeds accesses to the fault model (sim_uvm.c).
  *
- * What is modelled: kernels' declared accesses to managed ranges fault and migrate;
- * copies between host memory and a managed range are host accesses (the pages come
- * back to the host, a host write invalidates device copies); copies and memsets between
- * device memory and a managed range are device accesses. Data itself never moves
+ * What is modelled: kernels' declared accesses (ABI 2) and memsets of managed ranges are
+ * device accesses that fault and migrate; copies between host memory and a managed range
+ * are host accesses (the pages come back to the host, a host write invalidates device
+ * copies); copies between device memory and a managed range are device accesses. The
+ * time model charges what is resident at HBM speed, what is read in place over the link,
+ * and stalls the work for the fault service (sim_time_managed). Managed-to-managed
+ * copies count as host accesses on both sides. Data itself never moves
  * (device memory is host memory here): only residency and its cost are tracked. The
  * resident set is capped by the device memory that cuMemAlloc and VMM device memory
  * leave free. */
 #include "tools/simcuda/sim_internal.h"
 
-/* Lock held: the model, created on first use with the configured parameters. */
+/* Lock held: the model, created on first use with the configured parameters and the
+ * profile's link. */
 static sim_uvm *model(void)
 {
-    if (!sim.uvm)
-        sim.uvm = sim_uvm_create(&sim.config.uvm);
+    if (!sim.uvm) {
+        sim_uvm_params params = sim.config.uvm;
+        params.link_h2d_gbps = sim.config.profile.h2d_gbps;
+        params.link_d2h_gbps = sim.config.profile.d2h_gbps;
+        sim.uvm = sim_uvm_create(&params);
+    }
     if (sim.uvm)
         sim_uvm_set_capacity(sim.uvm, sim.config.device_capacity - sim.device_used);
     return sim.uvm;
@@ -39,26 +47,28 @@ bool sim_managed_contains(uintptr_t address)
     return sim.uvm && sim_uvm_contains(sim.uvm, address);
 }
 
-void sim_managed_device_access(uintptr_t address, size_t bytes, bool write, sim_uvm_cost *cost)
+bool sim_managed_device_access(uintptr_t address, size_t bytes, bool write, sim_uvm_cost *cost)
 {
-    if (sim.uvm)
-        sim_uvm_device_access(model(), address, bytes, write, cost);
+    if (!sim.uvm || !sim_uvm_contains(sim.uvm, address))
+        return false;
+    sim_uvm_device_access(model(), address, bytes, write, cost);
+    return true;
 }
 
-void sim_managed_copy(uintptr_t dst, int dst_class, uintptr_t src, int src_class, size_t bytes,
+void sim_managed_copy(uintptr_t dst, sim_location dst_loc, uintptr_t src, sim_location src_loc, size_t bytes,
                       sim_uvm_cost *cost)
 {
     if (!sim.uvm)
         return;
     sim_uvm *uvm = model();
-    if (sim_uvm_contains(uvm, src)) {
-        if (dst_class == SIM_LOC_DEVICE && !sim_uvm_contains(uvm, dst))
+    if (src_loc == SIM_LOC_MANAGED) {
+        if (dst_loc == SIM_LOC_DEVICE)
             sim_uvm_device_access(uvm, src, bytes, false, cost);
         else
             sim_uvm_host_access(uvm, src, bytes, false, cost);
     }
-    if (sim_uvm_contains(uvm, dst)) {
-        if (src_class == SIM_LOC_DEVICE && !sim_uvm_contains(uvm, src))
+    if (dst_loc == SIM_LOC_MANAGED) {
+        if (src_loc == SIM_LOC_DEVICE)
             sim_uvm_device_access(uvm, dst, bytes, true, cost);
         else
             sim_uvm_host_access(uvm, dst, bytes, true, cost);
@@ -119,7 +129,8 @@ static CUresult prefetch(CUdeviceptr ptr, size_t count, CUmemLocation location, 
 {
     if (flags != 0)
         return CUDA_ERROR_INVALID_VALUE;
-    CUresult result = sim_stream_enter(stream_handle, NULL);
+    sim_stream *stream = NULL;
+    CUresult result = sim_stream_enter(stream_handle, &stream);
     if (result != CUDA_SUCCESS)
         return result;
     sim_lock();
@@ -129,8 +140,12 @@ static CUresult prefetch(CUdeviceptr ptr, size_t count, CUmemLocation location, 
         result = location_side(location, &to_device);
     sim_uvm *uvm = result == CUDA_SUCCESS ? model() : NULL;
     if (uvm) {
+        /* in stream order, on the link: a prefetch is a migration without faults */
+        sim_time_host_enter();
         sim_uvm_cost cost = { 0 };
         sim_uvm_prefetch(uvm, (uintptr_t)ptr, count, to_device, &cost);
+        sim_time_advance(stream, sim_time_managed(sim_time_ready(stream), &cost));
+        sim_time_host_leave();
     }
     sim_unlock();
     return result;

@@ -343,7 +343,7 @@ static void each_block(sim_uvm *uvm, uintptr_t address, size_t bytes, block_visi
 
 /* ---------------------------------------------------------------- costs */
 
-static void add_cost(sim_uvm_cost *to, const sim_uvm_cost *from)
+void sim_uvm_cost_add(sim_uvm_cost *to, const sim_uvm_cost *from)
 {
     to->bytes_resident += from->bytes_resident;
     to->bytes_migrated += from->bytes_migrated;
@@ -366,8 +366,8 @@ static void finish(sim_uvm *uvm, sim_uvm_cost *access, sim_uvm_cost *cost)
         access->service_ms += (double)access->bytes_migrated / (p->link_h2d_gbps * 1e6);
     if (p->link_d2h_gbps > 0)
         access->service_ms += (double)access->bytes_written_back / (p->link_d2h_gbps * 1e6);
-    add_cost(cost, access);
-    add_cost(&uvm->totals, access);
+    sim_uvm_cost_add(cost, access);
+    sim_uvm_cost_add(&uvm->totals, access);
 }
 
 /* Brings `units` of a block onto the device: populated ones cross the link; read-mostly

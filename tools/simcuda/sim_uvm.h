@@ -93,6 +93,9 @@ void sim_uvm_prefetch(sim_uvm *uvm, uintptr_t address, size_t bytes, bool to_dev
 /* cuMemAdvise: sets or clears one advice on the units the range touches. */
 void sim_uvm_advise(sim_uvm *uvm, uintptr_t address, size_t bytes, sim_uvm_advice advice, bool set);
 
+/* Adds one cost to another. */
+void sim_uvm_cost_add(sim_uvm_cost *to, const sim_uvm_cost *from);
+
 /* Bytes resident on the device now, and the sum of every cost so far. */
 uint64_t sim_uvm_resident(const sim_uvm *uvm);
 void sim_uvm_totals(const sim_uvm *uvm, sim_uvm_cost *totals);
