@@ -38,14 +38,35 @@ static void add_filled(sim_uvm *uvm, uintptr_t base, size_t size)
     assert_int_equal(c.bytes_written_back, 0);
 }
 
+/* One kernel reading the range. */
 static sim_uvm_cost read_on_device(sim_uvm *uvm, uintptr_t base, size_t size)
 {
     sim_uvm_cost c = { 0 };
     sim_uvm_device_access(uvm, base, size, false, &c);
+    sim_uvm_settle(uvm, &c);
     return c;
 }
 
 /* ---------------------------------------------------------------- first touch */
+
+static void test_faults_of_one_operation_batch_together(void **state)
+{
+    (void)state;
+    sim_uvm *uvm = model(64 * MiB);
+    add_filled(uvm, BASE_A, 8 * MiB);
+    /* one kernel declaring 64 ranges of 64 KiB: 1024 faults, 4 batches, not 64 */
+    sim_uvm_cost c = { 0 };
+    for (size_t off = 0; off < 8 * MiB; off += 128 * KiB)
+        sim_uvm_device_access(uvm, BASE_A + off, 64 * KiB, false, &c);
+    assert_int_equal(c.batches, 0);
+    sim_uvm_settle(uvm, &c);
+    assert_int_equal(c.faults, 64 * SIM_UVM_UNIT / SIM_UVM_PAGE);
+    assert_int_equal(c.batches, 4);
+    sim_uvm_cost totals;
+    sim_uvm_totals(uvm, &totals);
+    assert_int_equal(totals.batches, 4);
+    sim_uvm_destroy(uvm);
+}
 
 static void test_first_touch_faults_then_resident(void **state)
 {
@@ -285,8 +306,10 @@ static void test_dense_model_lands_near_published_ratio(void **state)
     add_filled(uvm, BASE_A, weights);
     read_on_device(uvm, BASE_A, weights);
     sim_uvm_cost step = { 0 };
-    for (size_t off = 0; off < weights; off += 4 * MiB)
-        sim_uvm_device_access(uvm, BASE_A + off, 4 * MiB, false, &step);
+    for (size_t off = 0; off < weights; off += 4 * MiB) {
+        sim_uvm_cost kernel = read_on_device(uvm, BASE_A + off, 4 * MiB);
+        sim_uvm_cost_add(&step, &kernel);
+    }
     double hbm_ms = (double)weights / (4.8e12 * 0.8) * 1e3;
     double uvm_ms = step.service_ms + hbm_ms;
     double bound_ms = (double)(weights - device) / 50e9 * 1e3;
@@ -302,6 +325,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_first_touch_faults_then_resident),
+        cmocka_unit_test(test_faults_of_one_operation_batch_together),
         cmocka_unit_test(test_untouched_memory_populates_without_transfer),
         cmocka_unit_test(test_sparse_touch_moves_units_dense_touch_moves_blocks),
         cmocka_unit_test(test_thrashes_when_working_set_exceeds_device),

@@ -84,6 +84,7 @@ CUresult sim_exec_memset(sim_stream *stream, void *dst, unsigned int value, size
     }
     sim_lock();
     sim_cost_range(&record.cost, (uintptr_t)dst, element_size * count, true);
+    sim_managed_settle(&record.cost.managed);
     sim_time_kernel(stream, &record.cost, sim.config.profile.copy_us);
     sim_time_host_leave();
     sim_unlock();
@@ -101,6 +102,7 @@ void sim_exec_launch(sim_stream *stream, simcuda_kernel_fn *entry, simcuda_launc
     }
     entry(launch);
     sim_lock();
+    sim_managed_settle(&record.cost.managed);
     sim_time_kernel(stream, abi >= 2 ? &record.cost : NULL, sim.config.profile.launch_us);
     sim_time_host_leave();
     sim_unlock();

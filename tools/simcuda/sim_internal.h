@@ -253,6 +253,8 @@ bool sim_managed_device_access(uintptr_t address, size_t bytes, bool write, sim_
  * host memory, a device access when it is device memory. */
 void sim_managed_copy(uintptr_t dst, sim_location dst_loc, uintptr_t src, sim_location src_loc, size_t bytes,
                       sim_uvm_cost *cost);
+/* Batches the faults of one kernel launch or memset (all its declared ranges). */
+void sim_managed_settle(sim_uvm_cost *op);
 void sim_managed_totals(sim_uvm_cost *totals);
 
 /* ---------------------------------------------------------------- diagnostics */

@@ -61,18 +61,27 @@ void sim_managed_copy(uintptr_t dst, sim_location dst_loc, uintptr_t src, sim_lo
     if (!sim.uvm)
         return;
     sim_uvm *uvm = model();
+    sim_uvm_cost device = { 0 };
     if (src_loc == SIM_LOC_MANAGED) {
         if (dst_loc == SIM_LOC_DEVICE)
-            sim_uvm_device_access(uvm, src, bytes, false, cost);
+            sim_uvm_device_access(uvm, src, bytes, false, &device);
         else
             sim_uvm_host_access(uvm, src, bytes, false, cost);
     }
     if (dst_loc == SIM_LOC_MANAGED) {
         if (src_loc == SIM_LOC_DEVICE)
-            sim_uvm_device_access(uvm, dst, bytes, true, cost);
+            sim_uvm_device_access(uvm, dst, bytes, true, &device);
         else
             sim_uvm_host_access(uvm, dst, bytes, true, cost);
     }
+    sim_uvm_settle(uvm, &device);
+    sim_uvm_cost_add(cost, &device);
+}
+
+void sim_managed_settle(sim_uvm_cost *op)
+{
+    if (sim.uvm)
+        sim_uvm_settle(sim.uvm, op);
 }
 
 void sim_managed_totals(sim_uvm_cost *totals)

@@ -355,19 +355,23 @@ void sim_uvm_cost_add(sim_uvm_cost *to, const sim_uvm_cost *from)
     to->service_ms += from->service_ms;
 }
 
-/* Turns one access's faults and transfers into batches and stall time, then adds it to
- * the caller's cost and the totals. */
-static void finish(sim_uvm *uvm, sim_uvm_cost *access, sim_uvm_cost *cost)
+void sim_uvm_settle(sim_uvm *uvm, sim_uvm_cost *op)
 {
     const sim_uvm_params *p = &uvm->params;
-    access->batches = (access->faults + p->batch_faults - 1) / p->batch_faults;
-    access->service_ms = (double)access->batches * p->fault_batch_us / 1e3;
+    op->batches = (op->faults + p->batch_faults - 1) / p->batch_faults;
+    op->service_ms = (double)op->batches * p->fault_batch_us / 1e3;
     if (p->link_h2d_gbps > 0)
-        access->service_ms += (double)access->bytes_migrated / (p->link_h2d_gbps * 1e6);
+        op->service_ms += (double)op->bytes_migrated / (p->link_h2d_gbps * 1e6);
     if (p->link_d2h_gbps > 0)
-        access->service_ms += (double)access->bytes_written_back / (p->link_d2h_gbps * 1e6);
-    sim_uvm_cost_add(cost, access);
-    sim_uvm_cost_add(&uvm->totals, access);
+        op->service_ms += (double)op->bytes_written_back / (p->link_d2h_gbps * 1e6);
+    sim_uvm_cost_add(&uvm->totals, op);
+}
+
+/* Settles a host access or prefetch (each one operation) into the caller's cost. */
+static void finish(sim_uvm *uvm, sim_uvm_cost *op, sim_uvm_cost *cost)
+{
+    sim_uvm_settle(uvm, op);
+    sim_uvm_cost_add(cost, op);
 }
 
 /* Brings `units` of a block onto the device: populated ones cross the link; read-mostly
@@ -430,7 +434,7 @@ void sim_uvm_device_access(sim_uvm *uvm, uintptr_t address, size_t bytes, bool w
     device_access a = { .write = write };
     make_room(uvm, 0, NULL, &a.cost);   /* the capacity may have shrunk since */
     each_block(uvm, address, bytes, device_block, &a);
-    finish(uvm, &a.cost, cost);
+    sim_uvm_cost_add(cost, &a.cost);
 }
 
 /* ---------------------------------------------------------------- host accesses */

@@ -25,7 +25,7 @@
  * - Host accesses (copies from or to managed memory): pages resident on the device
  *   migrate back (device-to-host bytes) and a host write invalidates device copies.
  *
- * Costs are per access; totals accumulate in the model. One model is not thread safe:
+ * Costs are per operation; totals accumulate in the model as operations settle. One model is not thread safe:
  * simcuda calls it under its lock. */
 #ifndef SIM_UVM_H
 #define SIM_UVM_H
@@ -84,8 +84,12 @@ void sim_uvm_remove(sim_uvm *uvm, uintptr_t base);
 bool sim_uvm_contains(const sim_uvm *uvm, uintptr_t address);
 
 /* Accesses; parts of the range outside managed allocations are ignored. `cost` is
- * added to (callers zero it). */
+ * added to (callers zero it). The device accesses of one operation (every range a kernel
+ * declares) accumulate faults and bytes; sim_uvm_settle then batches the faults of the
+ * whole operation, as the driver sees them arrive together, and sets its stall. Host
+ * accesses and prefetches are operations of their own and come settled. */
 void sim_uvm_device_access(sim_uvm *uvm, uintptr_t address, size_t bytes, bool write, sim_uvm_cost *cost);
+void sim_uvm_settle(sim_uvm *uvm, sim_uvm_cost *op);
 void sim_uvm_host_access(sim_uvm *uvm, uintptr_t address, size_t bytes, bool write, sim_uvm_cost *cost);
 /* cuMemPrefetchAsync: to the device (migrates without faults, evicting as needed) or to
  * the host (migrates back). */
