@@ -32,6 +32,7 @@ OUT=$B/bench
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 mkdir -p "$OUT"
+rm -f "$OUT"/tiering-failed-*.log
 export LD_LIBRARY_PATH=$B/lib/simcuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 DEVICE_MIB=${BENCH_TIERING_DEVICE_MIB:-12}
 RATIOS=${BENCH_TIERING_RATIOS:-1.0 1.25 1.5 1.75 2 2.5 3}
@@ -198,6 +199,10 @@ first=${PROFILES%% *}
     env "${SIM[@]}" SIMCUDA_PROFILE="$first" SIMCUDA_MEM=${DEVICE_MIB}M LD_PRELOAD="$LIB" TIERMEM_MEMINFO=$view \
       TIERMEM_DDR_LIMIT=$((DEVICE_MIB * 16))M "$LLM" -m "${MODEL[$r]}" --prompts-file "$T/prompts16" \
       -n $((DECODE + 1)) --kv-dtype f16 >/dev/null 2>"$T/run.err" || cp "$T/run.err" "$OUT/tiering-failed-kv-$view.log"
+    if [ -z "$(field kv_blocks "$T/run.err")" ]; then
+      printf '%-10s %s\n' $view "no KV pool: $(sed -n 's/^error: //p' "$T/run.err" | head -n 1)"
+      continue
+    fi
     printf '%-10s %10s %12s %10s\n' $view "$(field kv_blocks "$T/run.err")" \
       "$(awk -v b="$(field kv_bytes "$T/run.err")" 'BEGIN { printf "%.1f", b / 1048576 }')" \
       "$(field sim_decode_step_ms "$T/run.err")"
@@ -254,7 +259,7 @@ if command -v gnuplot >/dev/null; then
     echo "unset multiplot"
     echo "set terminal pngcairo size 1100,420 font ',10'"
     echo "set output '$OUT/tiering-occupancy.png'"
-    echo "unset logscale y; set datafile separator '\t'; set key top right; set yrange [0:*]; set offsets 0, 0, graph 0.1, 0"
+    echo "unset logscale y; set datafile separator '\t'; set key inside right center maxrows 3; set bmargin 4; set yrange [0:*]; set offsets 0, 0, graph 0.1, 0"
     echo "set multiplot layout 1,$(wc -w <<<"$policies") title 'where the ${r}x model lives while it decodes ($first, device $DEVICE_MIB MiB)'"
     for policy in $policies; do
       echo "set title '$policy'; set xlabel 'seconds (wall)'; set ylabel 'MiB'"
