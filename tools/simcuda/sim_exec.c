@@ -90,6 +90,7 @@ static double run_memset(sim_stream *stream, const sim_op *op)
     }
     sim_lock();
     sim_cost_range(&record.cost, (uintptr_t)op->memset.dst, bytes, true);
+    sim_managed_settle(&record.cost.managed);
     double end = finish(op, sim_time_kernel(stream, op->submitted_ns, &record.cost, sim.config.profile.copy_us));
     sim_unlock();
     return end;
@@ -107,6 +108,7 @@ static double run_launch(sim_stream *stream, sim_op *op)
     }
     op->launch.entry(launch);
     sim_lock();
+    sim_managed_settle(&record.cost.managed);
     double end = finish(op, sim_time_kernel(stream, op->submitted_ns, declares ? &record.cost : NULL,
                                             sim.config.profile.launch_us));
     sim_unlock();

@@ -100,9 +100,11 @@ static void print_table(const tm_stats_snapshot *s, const char *path)
                 snprintf(address, sizeof address, "0x%llx", (unsigned long long)r->address);
             else
                 snprintf(address, sizeof address, "(handle)");
-            printf("%-18s %12s %8u %8u %8u  %s%s\n", address, tm_format_size(r->size, a, sizeof a), r->chunks[0],
-                   r->chunks[1], r->chunks[2], path_name(r->path),
-                   r->flags & TM_STATS_RECORD_PINNED_HOST ? " (pinned host)" : "");
+            printf("%-18s %12s %8u %8u %8u  %s%s%s%s\n", address, tm_format_size(r->size, a, sizeof a),
+                   r->chunks[0], r->chunks[1], r->chunks[2], path_name(r->path),
+                   r->flags & TM_STATS_RECORD_PINNED_HOST ? " (pinned host)" : "",
+                   r->flags & TM_STATS_RECORD_MANAGED && r->path != TM_PATH_MEM_ALLOC_MANAGED ? " (managed)" : "",
+                   r->flags & TM_STATS_RECORD_READ_MOSTLY ? " (read-mostly)" : "");
         }
     }
     printf("\ncalls:");
@@ -148,10 +150,11 @@ static void print_json(const tm_stats_snapshot *s, const char *path)
     for (size_t i = 0; i < s->record_count; i++) {
         const tm_stats_record *r = &s->records[i];
         printf("{\"address\":%llu,\"size\":%llu,\"chunks\":{\"hbm\":%u,\"cxl\":%u,\"ddr\":%u},\"path\":\"%s\","
-               "\"pinned_host\":%s}%s\n",
+               "\"pinned_host\":%s,\"managed\":%s,\"read_mostly\":%s}%s\n",
                (unsigned long long)r->address, (unsigned long long)r->size, r->chunks[0], r->chunks[1], r->chunks[2],
                path_name(r->path), r->flags & TM_STATS_RECORD_PINNED_HOST ? "true" : "false",
-               i + 1 < s->record_count ? "," : "");
+               r->flags & TM_STATS_RECORD_MANAGED ? "true" : "false",
+               r->flags & TM_STATS_RECORD_READ_MOSTLY ? "true" : "false", i + 1 < s->record_count ? "," : "");
     }
     printf("],\n\"calls\":{");
     int shown = 0;
