@@ -89,6 +89,24 @@ static bool parse_disable(const char *value, tm_config *config)
     return true;
 }
 
+static const char *const heat_source_names[] = { "auto", "launch", "ebpf", "off" };
+
+static bool parse_heat(const char *value, tm_config *config)
+{
+    for (int source = TM_HEAT_SOURCE_LAUNCH; source <= TM_HEAT_SOURCE_OFF; source++) {
+        if (strcasecmp(value, heat_source_names[source]) == 0) {
+            config->heat = (tm_heat_source)source;
+            return true;
+        }
+    }
+    return false;
+}
+
+static bool parse_heat_halflife(const char *value, tm_config *config)
+{
+    return tm_parse_duration(value, &config->heat_halflife_ns);
+}
+
 static const char *const log_level_names[] = { "error", "warn", "info", "debug" };
 
 static bool parse_log(const char *value, tm_config *config)
@@ -143,6 +161,9 @@ static const variable variables[] = {
     { "TIERMEM_LOG", parse_log, "error, warn, info or debug" },
     { "TIERMEM_LOG_FILE", parse_log_file, "a file path" },
     { "TIERMEM_STATS", parse_stats, "off or a file path" },
+    { "TIERMEM_HEAT", parse_heat, "launch, ebpf or off" },
+    { "TIERMEM_HEAT_HALFLIFE", parse_heat_halflife,
+      "a duration above 0: digits then ms, s or m, seconds when bare (e.g. 10s)" },
 };
 
 #define VARIABLE_COUNT (sizeof variables / sizeof variables[0])
@@ -160,6 +181,8 @@ void tm_config_defaults(tm_config *config)
     config->meminfo = TM_MEMINFO_PHYSICAL;
     config->log_level = TM_LOG_WARN;
     strcpy(config->driver, TM_DEFAULT_DRIVER);
+    config->heat = TM_HEAT_SOURCE_AUTO;
+    config->heat_halflife_ns = TM_HEAT_DEFAULT_HALFLIFE_NS;
 }
 
 /* The value as it may appear inside one line: control characters become '?', and a long
@@ -231,6 +254,11 @@ const char *tm_log_level_name(tm_log_level level)
 const char *tm_meminfo_view_name(tm_meminfo_view view)
 {
     return view == TM_MEMINFO_VIRTUAL ? "virtual" : "physical";
+}
+
+const char *tm_heat_source_name(tm_heat_source source)
+{
+    return (unsigned)source <= TM_HEAT_SOURCE_OFF ? heat_source_names[source] : "?";
 }
 
 const char *tm_policy_name(tm_policy_kind policy)
