@@ -89,17 +89,24 @@ static bool parse_disable(const char *value, tm_config *config)
     return true;
 }
 
+/* The index of `value` among names[first..last] (case-insensitive), or -1. */
+static int parse_word(const char *value, const char *const *names, int first, int last)
+{
+    for (int i = first; i <= last; i++)
+        if (strcasecmp(value, names[i]) == 0)
+            return i;
+    return -1;
+}
+
 static const char *const heat_source_names[] = { "auto", "launch", "ebpf", "off" };
 
 static bool parse_heat(const char *value, tm_config *config)
 {
-    for (int source = TM_HEAT_SOURCE_LAUNCH; source <= TM_HEAT_SOURCE_OFF; source++) {
-        if (strcasecmp(value, heat_source_names[source]) == 0) {
-            config->heat = (tm_heat_source)source;
-            return true;
-        }
-    }
-    return false;
+    int source = parse_word(value, heat_source_names, TM_HEAT_SOURCE_LAUNCH, TM_HEAT_SOURCE_OFF);
+    if (source < 0)
+        return false;
+    config->heat = (tm_heat_source)source;
+    return true;
 }
 
 static bool parse_heat_halflife(const char *value, tm_config *config)
@@ -111,13 +118,11 @@ static const char *const log_level_names[] = { "error", "warn", "info", "debug" 
 
 static bool parse_log(const char *value, tm_config *config)
 {
-    for (int level = TM_LOG_ERROR; level <= TM_LOG_DEBUG; level++) {
-        if (strcasecmp(value, log_level_names[level]) == 0) {
-            config->log_level = (tm_log_level)level;
-            return true;
-        }
-    }
-    return false;
+    int level = parse_word(value, log_level_names, TM_LOG_ERROR, TM_LOG_DEBUG);
+    if (level < 0)
+        return false;
+    config->log_level = (tm_log_level)level;
+    return true;
 }
 
 static bool parse_stats(const char *value, tm_config *config)
