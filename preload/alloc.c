@@ -8,6 +8,7 @@
 
 #include "policy/units.h"
 #include "preload/driver.h"
+#include "preload/heat.h"
 #include "preload/log.h"
 #include "preload/stats.h"
 
@@ -52,6 +53,8 @@ static void record_in_stats(tm_alloc *a)
             flags |= TM_STATS_RECORD_PINNED_HOST;
     }
     a->stats_slot = tm_stats_record_add(a->path, a->range.base, a->range.size, chunks, flags);
+    tm_heat_alloc_attach(a, a->backing ? a->backing->bytes : a->range.size,
+                         a->backing ? a->backing->plan.chunk_size : 2 * TM_MIB);
 }
 
 void tm_track_driver_alloc(CUcontext ctx, CUdeviceptr dptr, uint64_t bytes, uint32_t path, bool managed)
@@ -95,6 +98,7 @@ void tm_forget(tm_alloc *a)
         tm_stats_tier_add(TM_TIER_HBM, -(int64_t)a->range.size, 0);
     }
     tm_stats_record_remove(a->stats_slot);
+    tm_heat_alloc_detach(a);
     tm_stat_add(free_total, 1);
     free(a);
 }
@@ -220,6 +224,7 @@ void tm_free_chunked(tm_alloc *a, tm_wait wait, CUstream stream)
     charge_plan(&a->backing->plan, -1);
     tm_backing_destroy(a->backing);
     tm_stats_record_remove(a->stats_slot);
+    tm_heat_alloc_detach(a);
     tm_stat_sub(tiered_count, 1);
     tm_stat_sub(tiered_bytes, a->range.size);
     tm_stat_add(free_total, 1);
@@ -346,6 +351,7 @@ void tm_forget_all_in_child(void)
     for (size_t i = 0; i < count; i++) {
         tm_alloc *a = (tm_alloc *)taken[i];
         free(a->backing);
+        tm_heat_alloc_detach(a);
         free(a);
     }
     free(taken);

@@ -1,6 +1,7 @@
 /* hook_launch.c — kernel launches pass straight through, counted. Chunked memory needs
- * nothing here: its addresses are device addresses like any other. This is where
- * kernel-parameter sampling for heat will sit, so the path stays as short as it is. */
+ * nothing here: its addresses are device addresses like any other. The `launch` heat
+ * source reads the parameters of sampled launches (heat_launch.h) before they go. */
+#include "preload/heat_launch.h"
 #include "preload/hook.h"
 
 CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
@@ -8,6 +9,8 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned in
                                 unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra)
 {
     TM_HOOK_ENTER(cuLaunchKernel);
+    tm_heat_on_launch(f, tm_launch_threads(gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ),
+                      kernelParams, extra);
     return tm_real.cuLaunchKernel(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes,
                                   hStream, kernelParams, extra);
 }
@@ -17,6 +20,8 @@ CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsign
                                      unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra)
 {
     TM_HOOK_ENTER(cuLaunchKernel_ptsz);
+    tm_heat_on_launch(f, tm_launch_threads(gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ),
+                      kernelParams, extra);
     return tm_real.cuLaunchKernel_ptsz(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
                                        sharedMemBytes, hStream, kernelParams, extra);
 }
@@ -24,11 +29,19 @@ CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsign
 CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra)
 {
     TM_HOOK_ENTER(cuLaunchKernelEx);
+    if (config)
+        tm_heat_on_launch(f, tm_launch_threads(config->gridDimX, config->gridDimY, config->gridDimZ,
+                                               config->blockDimX, config->blockDimY, config->blockDimZ),
+                          kernelParams, extra);
     return tm_real.cuLaunchKernelEx(config, f, kernelParams, extra);
 }
 
 CUresult CUDAAPI cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra)
 {
     TM_HOOK_ENTER(cuLaunchKernelEx_ptsz);
+    if (config)
+        tm_heat_on_launch(f, tm_launch_threads(config->gridDimX, config->gridDimY, config->gridDimZ,
+                                               config->blockDimX, config->blockDimY, config->blockDimZ),
+                          kernelParams, extra);
     return tm_real.cuLaunchKernelEx_ptsz(config, f, kernelParams, extra);
 }

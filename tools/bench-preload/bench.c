@@ -2,6 +2,8 @@
  * libtiermem.so in front. Prints "name nanoseconds" lines, each the best of 5 rounds:
  *
  *   launch            cuLaunchKernel of an empty kernel
+ *   launch_params     cuLaunchKernel of an empty kernel given 4 pointers into two 8 MiB
+ *                     allocations and 2 integers (what `launch` heat reads when it samples)
  *   alloc_free_small  cuMemAlloc + cuMemFree of 4 KiB (passed through, counted)
  *   alloc_free_tiered cuMemAlloc + cuMemFree of 8 MiB (4 chunks under the interposer)
  *   memcpy_htod_4k    cuMemcpyHtoD of 4 KiB
@@ -126,6 +128,14 @@ int main(int argc, char **argv)
     CHECK(cuModuleGetFunction(&noop, module, "noop"));
 
     MEASURE("launch", 500000, CHECK(cuLaunchKernel(noop, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL)));
+    CUdeviceptr a, b;
+    CHECK(cuMemAlloc(&a, 8 << 20));
+    CHECK(cuMemAlloc(&b, 8 << 20));
+    struct { CUdeviceptr out, in, table, rows; int n, dim; } args = { a, b, a + (3 << 20), b + 4096, 64, 4096 };
+    void *params[] = { &args.out, &args.in, &args.table, &args.rows, &args.n, &args.dim };
+    MEASURE("launch_params", 500000, CHECK(cuLaunchKernel(noop, 64, 1, 1, 256, 1, 1, 0, NULL, params, NULL)));
+    CHECK(cuMemFree(a));
+    CHECK(cuMemFree(b));
     CUdeviceptr p;
     MEASURE("alloc_free_small", 200000, {
         CHECK(cuMemAlloc(&p, 4096));

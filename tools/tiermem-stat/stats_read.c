@@ -66,8 +66,8 @@ int tm_stats_read(const char *path, tm_stats_snapshot *snapshot, char *why, size
         snprintf(why, why_len, "%s: not a tiermem stats region", path);
     } else if (h->version != TM_STATS_VERSION || h->header_size != sizeof(tm_stats_header) ||
                h->call_size != sizeof(tm_stats_call) || h->record_size != sizeof(tm_stats_record)) {
-        snprintf(why, why_len, "%s: stats layout version %u, this reader knows version %d", path, h->version,
-                 TM_STATS_VERSION);
+        snprintf(why, why_len, "%s: stats layout version %u, this tiermem-stat reads version %d only (use the "
+                 "tiermem-stat that came with the process's libtiermem.so)", path, h->version, TM_STATS_VERSION);
     } else if (!fits(h->calls_offset, h->call_count, h->call_size, size) ||
                !fits(h->records_offset, h->record_capacity, h->record_size, size)) {
         snprintf(why, why_len, "%s: stats region is truncated", path);
@@ -77,17 +77,26 @@ int tm_stats_read(const char *path, tm_stats_snapshot *snapshot, char *why, size
         const tm_stats_record *records = (const tm_stats_record *)((const char *)map + h->records_offset);
         snapshot->calls = calloc(h->call_count ? h->call_count : 1, sizeof *snapshot->calls);
         snapshot->records = calloc(h->record_capacity ? h->record_capacity : 1, sizeof *snapshot->records);
-        if (!snapshot->calls || !snapshot->records) {
+        uint32_t *slots = calloc(h->record_capacity ? h->record_capacity : 1, sizeof *slots);
+        if (!snapshot->calls || !snapshot->records || !slots) {
             snprintf(why, why_len, "out of memory");
         } else {
             memcpy(snapshot->calls, calls, (size_t)h->call_count * sizeof *calls);
             for (uint32_t i = 0; i < h->record_capacity; i++) {
                 tm_stats_record r;
-                if (copy_record(&records[i], &r) && r.in_use)
+                if (copy_record(&records[i], &r) && r.in_use) {
+                    slots[snapshot->record_count] = i;
                     snapshot->records[snapshot->record_count++] = r;
+                }
             }
-            result = 0;
+            char heat_why[128];
+            snapshot->heat = tm_heat_view_read(map, size, h, slots, snapshot->record_count, heat_why, sizeof heat_why);
+            if (snapshot->heat)
+                result = 0;
+            else
+                snprintf(why, why_len, "%s: %s", path, heat_why);
         }
+        free(slots);
     }
     munmap(map, (size_t)st.st_size);
     if (result != 0)
@@ -99,6 +108,8 @@ void tm_stats_snapshot_free(tm_stats_snapshot *snapshot)
 {
     free(snapshot->calls);
     free(snapshot->records);
+    tm_heat_view_free(snapshot->heat, snapshot->record_count);
+    snapshot->heat = NULL;
     snapshot->calls = NULL;
     snapshot->records = NULL;
     snapshot->record_count = 0;
