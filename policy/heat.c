@@ -31,9 +31,9 @@ double tm_heat_decay(uint64_t ticks)
     return left;
 }
 
-static double score(double bytes, uint64_t chunk_size)
+static double score(double bytes, uint64_t chunk_bytes)
 {
-    double share = bytes / (double)chunk_size;
+    double share = bytes / (double)(chunk_bytes ? chunk_bytes : 1);
     return GAIN * (share < 1.0 ? share : 1.0);
 }
 
@@ -78,7 +78,7 @@ double tm_heat_writes(const tm_heat_chunk *chunk, uint64_t tick)
     return tick > chunk->tick ? chunk->writes * tm_heat_decay(tick - chunk->tick) : chunk->writes;
 }
 
-void tm_heat_credit_range(tm_heat_chunk *chunks, size_t count, uint64_t chunk_size, uint64_t offset,
+void tm_heat_credit_range(tm_heat_chunk *chunks, size_t count, uint64_t chunk_size, uint64_t extent, uint64_t offset,
                           uint64_t length, double bytes, bool write, uint64_t tick)
 {
     if (!length || !count || offset >= count * chunk_size)
@@ -90,7 +90,8 @@ void tm_heat_credit_range(tm_heat_chunk *chunks, size_t count, uint64_t chunk_si
     for (size_t c = offset / chunk_size; c < count && (uint64_t)c * chunk_size < end; c++) {
         uint64_t lo = (uint64_t)c * chunk_size, hi = lo + chunk_size;
         uint64_t from = offset > lo ? offset : lo, to = end < hi ? end : hi;
-        tm_heat_touch(&chunks[c], tick, chunk_size, per_byte * (double)(to - from), write);
+        tm_heat_touch(&chunks[c], tick, tm_heat_chunk_bytes(extent, chunk_size, c), per_byte * (double)(to - from),
+                      write);
     }
 }
 

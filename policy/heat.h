@@ -1,7 +1,9 @@
 /* heat.h — access heat per 2 MiB chunk: how much of a chunk was touched, recently.
  *
  * Time is cut into intervals of 1/8 of the half-life (TIERMEM_HEAT_HALFLIFE). In each
- * interval a chunk scores the share of its bytes that were accessed, capped at 1 (reading
+ * interval a chunk scores the share of its bytes that were accessed (its bytes: those of
+ * the allocation, so the tail chunk of an allocation, or a small allocation alone in a
+ * chunk, is measured against what it holds), capped at 1 (reading
  * the whole chunk twice scores no more than reading it once), and its heat is the
  * exponentially decayed average of those scores: 1.0 means "the whole chunk was touched
  * in every recent interval", 0.5 "half of it", or "all of it in every other interval".
@@ -56,19 +58,27 @@ static inline uint64_t tm_heat_tick(const tm_heat_clock *clock, uint64_t now_ns)
 /* 2^(-ticks / 8): what is left after `ticks` intervals. */
 double tm_heat_decay(uint64_t ticks);
 
-/* Credits `bytes` read or written to one chunk in interval `tick`. An update from an
- * earlier interval than the chunk's own counts in the chunk's interval. */
-void tm_heat_touch(tm_heat_chunk *chunk, uint64_t tick, uint64_t chunk_size, double bytes, bool write);
+/* Bytes of chunk `c` that belong to an allocation of `extent` bytes. */
+static inline uint64_t tm_heat_chunk_bytes(uint64_t extent, uint64_t chunk_size, size_t c)
+{
+    uint64_t start = (uint64_t)c * chunk_size;
+    return extent <= start ? 1 : extent - start < chunk_size ? extent - start : chunk_size;
+}
+
+/* Credits `bytes` read or written to one chunk holding `chunk_bytes` bytes of its
+ * allocation, in interval `tick`. An update from an earlier interval than the chunk's own
+ * counts in the chunk's interval. Pass the same chunk_bytes every time. */
+void tm_heat_touch(tm_heat_chunk *chunk, uint64_t tick, uint64_t chunk_bytes, double bytes, bool write);
 
 /* The chunk's heat, reads and writes as of interval `tick` (never changes the chunk). */
-double tm_heat_value(const tm_heat_chunk *chunk, uint64_t tick, uint64_t chunk_size);
+double tm_heat_value(const tm_heat_chunk *chunk, uint64_t tick, uint64_t chunk_bytes);
 double tm_heat_reads(const tm_heat_chunk *chunk, uint64_t tick);
 double tm_heat_writes(const tm_heat_chunk *chunk, uint64_t tick);
 
-/* Spreads `bytes` over the chunks of an allocation that the byte range [offset, offset +
- * length) overlaps, in proportion to the overlap. `count` chunks of `chunk_size` bytes;
- * the part of the range past the last chunk is dropped. */
-void tm_heat_credit_range(tm_heat_chunk *chunks, size_t count, uint64_t chunk_size, uint64_t offset,
+/* Spreads `bytes` over the chunks of an allocation of `extent` bytes that the byte range
+ * [offset, offset + length) overlaps, in proportion to the overlap. `count` chunks of
+ * `chunk_size` bytes; the part of the range past the last chunk is dropped. */
+void tm_heat_credit_range(tm_heat_chunk *chunks, size_t count, uint64_t chunk_size, uint64_t extent, uint64_t offset,
                           uint64_t length, double bytes, bool write, uint64_t tick);
 
 /* Classes of `count` heat values by rank: out[i] for heat[i]. Equal values get the same

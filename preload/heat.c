@@ -89,7 +89,7 @@ void tm_heat_alloc_credit(tm_alloc *a, uint64_t offset, uint64_t length, double 
         last = a->heat_chunks - 1;
     while (__atomic_exchange_n(&a->heat_lock, 1, __ATOMIC_ACQUIRE))
         ;
-    tm_heat_credit_range(a->heat, a->heat_chunks, chunk_size, offset, length, bytes, false, tick);
+    tm_heat_credit_range(a->heat, a->heat_chunks, chunk_size, a->range.size, offset, length, bytes, false, tick);
     tm_stats_heat_publish(a->stats_slot, a->heat, (uint32_t)first, (uint32_t)(last - first + 1), TM_HEAT_FROM_LAUNCH);
     __atomic_store_n(&a->heat_lock, 0, __ATOMIC_RELEASE);
 }

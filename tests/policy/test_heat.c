@@ -112,23 +112,23 @@ static void test_credit_range_spreads_by_overlap(void **state)
     tm_heat_chunk c[4];
     memset(c, 0, sizeof c);
     /* from the middle of chunk 1 to the end: half a chunk, then two whole ones */
-    tm_heat_credit_range(c, 4, CHUNK, CHUNK + CHUNK / 2, 5 * CHUNK / 2, 5000, false, 1);
+    tm_heat_credit_range(c, 4, CHUNK, 4 * CHUNK, CHUNK + CHUNK / 2, 5 * CHUNK / 2, 5000, false, 1);
     assert_near(c[0].reads, 0, 0);
     assert_near(c[1].reads, 1000, 1e-6);
     assert_near(c[2].reads, 2000, 1e-6);
     assert_near(c[3].reads, 2000, 1e-6);
     /* a range running past the last chunk: the part beyond is dropped */
     memset(c, 0, sizeof c);
-    tm_heat_credit_range(c, 4, CHUNK, 3 * CHUNK, 4 * CHUNK, 4000, false, 1);
+    tm_heat_credit_range(c, 4, CHUNK, 4 * CHUNK, 3 * CHUNK, 4 * CHUNK, 4000, false, 1);
     assert_near(c[3].reads, 1000, 1e-6);
     assert_near(c[2].reads, 0, 0);
     /* past the end: nothing */
-    tm_heat_credit_range(c, 4, CHUNK, 4 * CHUNK, CHUNK, 5000, true, 1);
-    tm_heat_credit_range(c, 4, CHUNK, 0, 0, 5000, true, 1);
+    tm_heat_credit_range(c, 4, CHUNK, 4 * CHUNK, 4 * CHUNK, CHUNK, 5000, true, 1);
+    tm_heat_credit_range(c, 4, CHUNK, 4 * CHUNK, 0, 0, 5000, true, 1);
     for (int i = 0; i < 4; i++)
         assert_true(c[i].writes == 0.0);
     /* wrapping length */
-    tm_heat_credit_range(c, 4, CHUNK, CHUNK, UINT64_MAX, 3000, true, 1);
+    tm_heat_credit_range(c, 4, CHUNK, 4 * CHUNK, CHUNK, UINT64_MAX, 3000, true, 1);
     assert_true(c[0].writes == 0.0 && c[1].writes > 0 && c[3].writes > 0);
 }
 
@@ -265,6 +265,22 @@ static void test_stopped_chunk_cools_below_running_one(void **state)
     assert_true(tm_heat_value(&ended, t, CHUNK) < tm_heat_value(&running, t, CHUNK));
 }
 
+/* The tail chunk of an allocation is measured against the bytes it holds. */
+static void test_tail_chunk_measured_by_its_bytes(void **state)
+{
+    (void)state;
+    tm_heat_chunk c[2];
+    memset(c, 0, sizeof c);
+    uint64_t extent = CHUNK + CHUNK / 8; /* the second chunk holds 256 KiB */
+    assert_int_equal(tm_heat_chunk_bytes(extent, CHUNK, 0), CHUNK);
+    assert_int_equal(tm_heat_chunk_bytes(extent, CHUNK, 1), CHUNK / 8);
+    for (uint64_t t = 0; t < 40 * PER_HALFLIFE; t++)
+        tm_heat_credit_range(c, 2, CHUNK, extent, 0, extent, (double)extent, false, t);
+    uint64_t now = 40 * PER_HALFLIFE;
+    assert_near(tm_heat_value(&c[0], now, tm_heat_chunk_bytes(extent, CHUNK, 0)), 1.0, 1e-3);
+    assert_near(tm_heat_value(&c[1], now, tm_heat_chunk_bytes(extent, CHUNK, 1)), 1.0, 1e-3);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -279,6 +295,7 @@ int main(void)
         cmocka_unit_test(test_ranking_stable_under_noise),
         cmocka_unit_test(test_burst_does_not_make_cold_chunk_hot),
         cmocka_unit_test(test_stopped_chunk_cools_below_running_one),
+        cmocka_unit_test(test_tail_chunk_measured_by_its_bytes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

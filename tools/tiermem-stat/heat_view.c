@@ -39,7 +39,7 @@ static bool copy_heat(const tm_stats_heat_record *shared, const tm_stats_heat_ch
 }
 
 static bool fill_view(tm_heat_view *v, const tm_heat_chunk *chunks, uint32_t count, uint64_t tick,
-                      uint64_t chunk_size)
+                      uint64_t chunk_size, uint64_t extent)
 {
     v->chunk_count = count;
     v->chunk_heat = calloc(count, sizeof *v->chunk_heat);
@@ -49,7 +49,7 @@ static bool fill_view(tm_heat_view *v, const tm_heat_chunk *chunks, uint32_t cou
     if (!v->chunk_heat || !v->chunk_reads || !v->chunk_writes || !v->chunk_class)
         return false;
     for (uint32_t c = 0; c < count; c++) {
-        v->chunk_heat[c] = tm_heat_value(&chunks[c], tick, chunk_size);
+        v->chunk_heat[c] = tm_heat_value(&chunks[c], tick, tm_heat_chunk_bytes(extent, chunk_size, c));
         v->chunk_reads[c] = tm_heat_reads(&chunks[c], tick);
         v->chunk_writes[c] = tm_heat_writes(&chunks[c], tick);
         v->heat += v->chunk_heat[c];
@@ -96,7 +96,7 @@ static bool rank(tm_heat_view *views, size_t count)
 }
 
 tm_heat_view *tm_heat_view_read(const void *map, uint64_t size, const tm_stats_header *h, const uint32_t *slots,
-                                size_t count, char *why, size_t why_len)
+                                const tm_stats_record *records_of, size_t count, char *why, size_t why_len)
 {
     if (h->heat_record_size != sizeof(tm_stats_heat_record) || h->heat_chunk_size != sizeof(tm_stats_heat_chunk) ||
         !h->heat_tick_ns) {
@@ -124,7 +124,8 @@ tm_heat_view *tm_heat_view_read(const void *map, uint64_t size, const tm_stats_h
             continue; /* no heat shown for a record being rewritten all along */
         views[i].sources = record.sources;
         if (record.chunk_count)
-            ok = fill_view(&views[i], chunks, record.chunk_count, tick, h->chunk_size ? h->chunk_size : 2u << 20);
+            ok = fill_view(&views[i], chunks, record.chunk_count, tick, h->chunk_size ? h->chunk_size : 2u << 20,
+                           records_of[i].size);
     }
     free(chunks);
     if (ok)

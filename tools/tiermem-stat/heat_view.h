@@ -23,11 +23,11 @@ typedef struct tm_heat_view {
     tm_heat_class *chunk_class; /* [chunk_count], by rank among every chunk of the process */
 } tm_heat_view;
 
-/* Copies the heat of records[i] (found at region slot slots[i]) from the mapped region,
+/* Copies the heat of records_of[i] (found at region slot slots[i]) from the mapped region,
  * evaluated at CLOCK_MONOTONIC now, and ranks it. Returns the views ([count]), or NULL
  * with `why` set. A region without heat chunks gives views with no chunks. */
 tm_heat_view *tm_heat_view_read(const void *map, uint64_t size, const tm_stats_header *h, const uint32_t *slots,
-                                size_t count, char *why, size_t why_len);
+                                const tm_stats_record *records_of, size_t count, char *why, size_t why_len);
 void tm_heat_view_free(tm_heat_view *views, size_t count);
 
 /* The indices of the views, hottest first. */

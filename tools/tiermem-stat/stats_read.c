@@ -90,7 +90,8 @@ int tm_stats_read(const char *path, tm_stats_snapshot *snapshot, char *why, size
                 }
             }
             char heat_why[128];
-            snapshot->heat = tm_heat_view_read(map, size, h, slots, snapshot->record_count, heat_why, sizeof heat_why);
+            snapshot->heat = tm_heat_view_read(map, size, h, slots, snapshot->records, snapshot->record_count, heat_why,
+                                               sizeof heat_why);
             if (snapshot->heat)
                 result = 0;
             else

@@ -1,0 +1,243 @@
+/* collector.c — loading and reading the eBPF heat source (see collector.h). */
+#include "policy/ebpf/collector.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "heat.skel.h"
+
+/* Bytes already reported per chunk, to report only what is new. */
+typedef struct seen_chunk {
+    uint64_t index;
+    uint64_t reads, writes;
+} seen_chunk;
+
+struct tm_bpf_collector {
+    struct tm_heat_bpf *skel;
+    struct bpf_link *links[16];
+    int link_count;
+    seen_chunk *seen;            /* open addressing on index, [seen_capacity] */
+    size_t seen_capacity;
+    size_t seen_count;
+};
+
+static int quiet(enum libbpf_print_level level, const char *fmt, va_list args)
+{
+    (void)level;
+    (void)fmt;
+    (void)args;
+    return 0; /* failures are reported in one line each by the caller */
+}
+
+bool tm_bpf_ensure_tracefs(char *why, size_t why_len)
+{
+    struct stat st;
+    if (stat("/sys/kernel/tracing/events", &st) == 0)
+        return true;
+    if (mount("tracefs", "/sys/kernel/tracing", "tracefs", 0, NULL) == 0 || errno == EBUSY)
+        return stat("/sys/kernel/tracing/events", &st) == 0;
+    snprintf(why, why_len, "tracefs is not mounted at /sys/kernel/tracing and cannot be (%s)", strerror(errno));
+    return false;
+}
+
+static bool keep_link(tm_bpf_collector *c, struct bpf_link *link)
+{
+    if (!link)
+        return false;
+    if (c->link_count < (int)(sizeof c->links / sizeof c->links[0]))
+        c->links[c->link_count++] = link;
+    else
+        bpf_link__destroy(link);
+    return true;
+}
+
+static bool attach_uprobe(tm_bpf_collector *c, struct bpf_program *prog, int pid, const char *driver,
+                          const char *symbol)
+{
+    LIBBPF_OPTS(bpf_uprobe_opts, opts, .func_name = symbol);
+    return keep_link(c, bpf_program__attach_uprobe_opts(prog, pid, driver, 0, &opts));
+}
+
+static void attach_driver(tm_bpf_collector *c, int pid, const char *driver, tm_bpf_attach_report *r)
+{
+    static const char *const launches[] = { "cuLaunchKernel", "cuLaunchKernel_ptsz", "cuLaunchKernelEx",
+                                            "cuLaunchKernelEx_ptsz" };
+    static const char *const copies[] = { "cuMemcpyHtoD_v2", "cuMemcpyDtoH_v2", "cuMemcpyDtoD_v2", "cuMemcpyAsync",
+                                          "cuMemcpyHtoDAsync_v2", "cuMemcpyDtoHAsync_v2" };
+    static const char *const allocs[] = { "cuMemAlloc_v2", "cuMemAllocAsync", "cuMemCreate" };
+    int attached = 0;
+    for (size_t i = 0; i < sizeof launches / sizeof *launches; i++)
+        attached += attach_uprobe(c, c->skel->progs.on_launch, pid, driver, launches[i]);
+    for (size_t i = 0; i < sizeof copies / sizeof *copies; i++)
+        attached += attach_uprobe(c, c->skel->progs.on_copy, pid, driver, copies[i]);
+    for (size_t i = 0; i < sizeof allocs / sizeof *allocs; i++)
+        attached += attach_uprobe(c, c->skel->progs.on_alloc, pid, driver, allocs[i]);
+    r->driver = attached > 0;
+    if (!attached)
+        snprintf(r->driver_why, sizeof r->driver_why, "no uprobe attached to %s (%s)", driver, strerror(errno));
+}
+
+static void attach_files(tm_bpf_collector *c, tm_bpf_attach_report *r)
+{
+    if (!tm_bpf_ensure_tracefs(r->files_why, sizeof r->files_why))
+        return;
+    struct bpf_program *progs[] = { c->skel->progs.on_openat, c->skel->progs.on_openat_exit, c->skel->progs.on_read,
+                                    c->skel->progs.on_pread64, c->skel->progs.on_mmap };
+    int attached = 0;
+    for (size_t i = 0; i < sizeof progs / sizeof *progs; i++)
+        attached += keep_link(c, bpf_program__attach(progs[i]));
+    keep_link(c, bpf_program__attach(c->skel->progs.on_page_cache_add)); /* optional: not every kernel has it */
+    r->files = attached == (int)(sizeof progs / sizeof *progs);
+    if (!r->files)
+        snprintf(r->files_why, sizeof r->files_why, "the syscall tracepoints did not attach (%s)", strerror(errno));
+}
+
+tm_bpf_collector *tm_bpf_collector_open(int pid, const char *driver, tm_bpf_attach_report *report, char *why,
+                                        size_t why_len)
+{
+    memset(report, 0, sizeof *report);
+    libbpf_set_print(quiet);
+    struct stat st;
+    if (stat("/sys/kernel/btf/vmlinux", &st) != 0) {
+        snprintf(why, why_len, "this kernel has no BTF (/sys/kernel/btf/vmlinux): the CO-RE programs cannot load");
+        return NULL;
+    }
+    tm_bpf_collector *c = calloc(1, sizeof *c);
+    if (!c) {
+        snprintf(why, why_len, "out of memory");
+        return NULL;
+    }
+    c->skel = tm_heat_bpf__open();
+    if (!c->skel) {
+        snprintf(why, why_len, "cannot open the BPF programs (%s)", strerror(errno));
+        free(c);
+        return NULL;
+    }
+    /* the program that some kernels lack must not stop the others from loading */
+    if (stat("/sys/kernel/tracing/events/filemap/mm_filemap_add_to_page_cache", &st) != 0 &&
+        stat("/sys/kernel/debug/tracing/events/filemap/mm_filemap_add_to_page_cache", &st) != 0)
+        bpf_program__set_autoload(c->skel->progs.on_page_cache_add, false);
+    int err = tm_heat_bpf__load(c->skel);
+    if (err) {
+        int e = -err;
+        snprintf(why, why_len, "cannot load the BPF programs: %s%s", strerror(e),
+                 e == EPERM || e == EACCES ? " (needs root or CAP_BPF and CAP_PERFMON)" : "");
+        tm_heat_bpf__destroy(c->skel);
+        free(c);
+        return NULL;
+    }
+    c->skel->bss->target_tgid = pid;
+
+    if (keep_link(c, bpf_program__attach_usdt(c->skel->progs.on_touch, -1, driver, "simcuda", "touch", NULL)))
+        report->touch = true;
+    else
+        snprintf(report->touch_why, sizeof report->touch_why,
+                 "no simcuda:touch probe in %s (a real driver has none): no exact bytes per chunk", driver);
+    attach_driver(c, -1, driver, report);
+    attach_files(c, report);
+    if (!report->touch && !report->driver && !report->files) {
+        snprintf(why, why_len, "nothing attached: %s; %s; %s", report->touch_why, report->driver_why,
+                 report->files_why);
+        tm_bpf_collector_close(c);
+        return NULL;
+    }
+    return c;
+}
+
+void tm_bpf_collector_close(tm_bpf_collector *c)
+{
+    if (!c)
+        return;
+    for (int i = 0; i < c->link_count; i++)
+        bpf_link__destroy(c->links[i]);
+    tm_heat_bpf__destroy(c->skel);
+    free(c->seen);
+    free(c);
+}
+
+/* ---------------------------------------------------------------- reading */
+
+static seen_chunk *seen_slot(tm_bpf_collector *c, uint64_t index)
+{
+    if (c->seen_count * 2 >= c->seen_capacity) {
+        size_t capacity = c->seen_capacity ? c->seen_capacity * 2 : 1024;
+        seen_chunk *table = calloc(capacity, sizeof *table);
+        if (!table)
+            return NULL;
+        for (size_t i = 0; i < c->seen_capacity; i++) {
+            if (!c->seen[i].index)
+                continue;
+            size_t j = (size_t)(c->seen[i].index * 0x9E3779B97F4A7C15ull) & (capacity - 1);
+            while (table[j].index)
+                j = (j + 1) & (capacity - 1);
+            table[j] = c->seen[i];
+        }
+        free(c->seen);
+        c->seen = table;
+        c->seen_capacity = capacity;
+    }
+    size_t j = (size_t)(index * 0x9E3779B97F4A7C15ull) & (c->seen_capacity - 1);
+    while (c->seen[j].index && c->seen[j].index != index)
+        j = (j + 1) & (c->seen_capacity - 1);
+    if (!c->seen[j].index) {
+        c->seen[j].index = index; /* chunk 0 (address 0) is never device memory */
+        c->seen_count++;
+    }
+    return &c->seen[j];
+}
+
+long tm_bpf_collector_drain(tm_bpf_collector *c, tm_bpf_chunk_visit visit, void *arg)
+{
+    int fd = bpf_map__fd(c->skel->maps.chunks);
+    uint64_t key, next;
+    long visited = 0;
+    bool first = true;
+    while (bpf_map_get_next_key(fd, first ? NULL : &key, &next) == 0) {
+        first = false;
+        key = next;
+        struct tm_bpf_chunk value;
+        if (bpf_map_lookup_elem(fd, &key, &value) != 0 || !key)
+            continue;
+        seen_chunk *s = seen_slot(c, key);
+        if (!s)
+            return -1;
+        uint64_t reads = value.reads - s->reads, writes = value.writes - s->writes;
+        if (!reads && !writes)
+            continue;
+        s->reads = value.reads;
+        s->writes = value.writes;
+        value.kernel[sizeof value.kernel - 1] = '\0';
+        visit(key << TM_BPF_CHUNK_SHIFT, reads, writes, value.kernel, arg);
+        visited++;
+    }
+    return visited;
+}
+
+void tm_bpf_collector_counts(const tm_bpf_collector *c, struct tm_bpf_counts *counts)
+{
+    memcpy(counts, &c->skel->bss->counts, sizeof *counts);
+}
+
+void tm_bpf_collector_files(tm_bpf_collector *c, tm_bpf_file_visit visit, void *arg)
+{
+    int fd = bpf_map__fd(c->skel->maps.files);
+    int32_t key, next;
+    bool first = true;
+    while (bpf_map_get_next_key(fd, first ? NULL : &key, &next) == 0) {
+        first = false;
+        key = next;
+        struct tm_bpf_file value;
+        if (bpf_map_lookup_elem(fd, &key, &value) == 0) {
+            value.path[sizeof value.path - 1] = '\0';
+            visit(key, &value, arg);
+        }
+    }
+}
