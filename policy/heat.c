@@ -122,10 +122,13 @@ bool tm_heat_classify(const double *heat, size_t count, tm_heat_class *out)
 
     size_t hot_ranks = (count + 2) / 3, cold_from = count - count / 3;
     size_t group_rank = 0;
+    double group_top = count ? heat[order[0]] : 0;
     for (size_t r = 0; r < count; r++) {
         size_t i = order[r];
-        if (r && heat[i] != heat[order[r - 1]])
-            group_rank = r; /* equal values share the rank of the first of them */
+        if (heat[i] < group_top * TM_HEAT_SAME_SHARE) {
+            group_rank = r; /* values this close to the first of a group share its rank */
+            group_top = heat[i];
+        }
         if (heat[i] <= 0.0 || group_rank >= cold_from)
             out[i] = TM_HEAT_COLD;
         else if (group_rank < hot_ranks)

@@ -14,8 +14,10 @@
  * tell memory that is only read (weights) from memory that is written (KV cache).
  *
  * Classes (hot, warm, cold) come from rank within the process, never from absolute
- * values: the hottest third of what is ranked is hot, the coldest third cold. Chunks with
- * no heat at all are cold whatever their rank.
+ * values: the hottest third of what is ranked is hot, the coldest third cold. Values within
+ * 10 % of each other (of the first of their run, going down) are one group and share the
+ * rank of its first: dense weights all read every step are all hot, however many there
+ * are. Chunks with no heat at all are cold whatever their rank.
  *
  * Plain C, no locking: the caller serialises updates of one chunk. */
 #ifndef TM_POLICY_HEAT_H
@@ -27,6 +29,7 @@
 
 #define TM_HEAT_TICKS_PER_HALFLIFE 8
 #define TM_HEAT_DEFAULT_HALFLIFE_NS (10ull * 1000000000ull) /* 10 s */
+#define TM_HEAT_SAME_SHARE 0.9 /* ranking: values within 10 % are one group */
 
 /* Decay per interval and what one fully touched interval adds. */
 typedef struct tm_heat_clock {

@@ -11,6 +11,7 @@
 #include "preload/stats.h"
 
 static tm_heat_source active = TM_HEAT_SOURCE_OFF;
+uint64_t tm_heat_span_lo = UINT64_MAX, tm_heat_span_hi;
 static tm_heat_clock clock_;
 
 void tm_heat_start(const tm_config *config)
@@ -66,6 +67,13 @@ void tm_heat_alloc_attach(tm_alloc *a, uint64_t extent, uint64_t chunk_size)
     }
     a->heat_chunks = (uint32_t)count;
     a->heat_chunk_shift = (uint32_t)__builtin_ctzll(chunk_size);
+    uint64_t lo = __atomic_load_n(&tm_heat_span_lo, __ATOMIC_RELAXED), hi = a->range.base + a->range.size;
+    while (a->range.base < lo &&
+           !__atomic_compare_exchange_n(&tm_heat_span_lo, &lo, a->range.base, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+        ;
+    uint64_t old = __atomic_load_n(&tm_heat_span_hi, __ATOMIC_RELAXED);
+    while (hi > old && !__atomic_compare_exchange_n(&tm_heat_span_hi, &old, hi, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+        ;
     tm_stats_heat_attach(a->stats_slot, (uint32_t)count);
 }
 

@@ -27,6 +27,10 @@ uint64_t tm_heat_now_tick(void);
 void tm_heat_alloc_attach(tm_alloc *alloc, uint64_t extent, uint64_t chunk_size);
 void tm_heat_alloc_detach(tm_alloc *alloc);
 
+/* The span of addresses allocations with heat have ever covered: values outside it are
+ * not worth a registry lookup. */
+extern uint64_t tm_heat_span_lo, tm_heat_span_hi;
+
 /* Credits `bytes` read over [offset, offset + length) of the allocation and publishes the
  * chunks it touched. Safe from any thread while the allocation is registered. */
 void tm_heat_alloc_credit(tm_alloc *alloc, uint64_t offset, uint64_t length, double bytes, uint64_t tick);

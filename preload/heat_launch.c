@@ -27,7 +27,7 @@ __thread uint32_t tm_heat_countdown;
 
 static uint32_t sample_every = 1;
 static __thread uint32_t jitter_state; /* xorshift: samples must not lock onto a period of launches */
-static uint64_t sample_ns;     /* running average cost of one sample */
+static uint64_t sample_ns = 500; /* running average cost of one sample, from a modest guess */
 
 void tm_heat_launch_enable(void)
 {
@@ -143,10 +143,33 @@ static bool same_page(const void *a, const void *b)
     return ((uintptr_t)a >> 12) == ((uintptr_t)b >> 12);
 }
 
-/* Reads memory on the page of `known`, which is readable, directly; other memory safely. */
+/* The top of this thread's stack: arguments a caller keeps in its own frames lie between
+ * the current frame and it, where every page is mapped. */
+static __thread uintptr_t stack_top;
+
+static bool in_caller_frames(const void *address, size_t len)
+{
+    if (!stack_top) {
+        pthread_attr_t attr;
+        void *base;
+        size_t size;
+        stack_top = 1; /* unknown: never matches */
+        if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+            if (pthread_attr_getstack(&attr, &base, &size) == 0)
+                stack_top = (uintptr_t)base + size;
+            pthread_attr_destroy(&attr);
+        }
+    }
+    uintptr_t here = (uintptr_t)__builtin_frame_address(0), at = (uintptr_t)address;
+    return at >= here && at + len <= stack_top && at + len > at;
+}
+
+/* Reads memory on the page of `known` (readable) or in the caller's frames directly;
+ * other memory safely. */
 static bool read_near(const void *known, const void *address, void *out, size_t len)
 {
-    if (same_page(known, address) && same_page(known, (const char *)address + len - 1)) {
+    if ((same_page(known, address) && same_page(known, (const char *)address + len - 1)) ||
+        in_caller_frames(address, len)) {
         memcpy(out, address, len);
         return true;
     }
@@ -258,16 +281,23 @@ void tm_heat_sample_launch(CUfunction f, uint64_t threads, void **params, void *
         size_t n = gather_values(l, params, extra, values, &learning);
         sample s = { .reach_bytes = (double)threads * BYTES_PER_THREAD, .weight = every,
                      .tick = tm_heat_now_tick() };
+        uint64_t lo = __atomic_load_n(&tm_heat_span_lo, __ATOMIC_RELAXED);
+        uint64_t hi = __atomic_load_n(&tm_heat_span_hi, __ATOMIC_RELAXED);
         for (size_t i = 0; i < n; i++) {
             s.value = values[i];
-            if (s.value)
+            if (s.value >= lo && s.value < hi) /* sizes, counts, floats: never addresses */
                 tm_registry_find(s.value, credit_one, &s);
         }
     }
     uint64_t cost = now_ns() - start;
     uint64_t average = __atomic_load_n(&sample_ns, __ATOMIC_RELAXED);
     if (!learning) {
-        average = average ? (average * 7 + cost) / 8 : cost;
+        /* falls fast, rises slowly: a sample the scheduler interrupted is no measure of
+         * what sampling costs, a run of dearer samples is */
+        if (cost < average)
+            average = (average + cost) / 2;
+        else
+            average += cost - average < average / 16 + 8 ? cost - average : average / 16 + 8;
         __atomic_store_n(&sample_ns, average, __ATOMIC_RELAXED);
     }
     uint64_t next = (average + TM_HEAT_LAUNCH_BUDGET_NS - 1) / TM_HEAT_LAUNCH_BUDGET_NS;

@@ -15,7 +15,7 @@
 
 #include "preload/cuda_api.h"
 
-#define TM_HEAT_LAUNCH_BUDGET_NS 20   /* average added cost per launch aimed at */
+#define TM_HEAT_LAUNCH_BUDGET_NS 40   /* average added cost per launch aimed at (goal: under 50) */
 #define TM_HEAT_SAMPLE_EVERY_MAX 65536
 
 extern bool tm_heat_launch_on;

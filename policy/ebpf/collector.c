@@ -106,7 +106,7 @@ tm_bpf_collector *tm_bpf_collector_open(int pid, const char *driver, tm_bpf_atta
     memset(report, 0, sizeof *report);
     libbpf_set_print(quiet);
     struct stat st;
-    if (stat("/sys/kernel/btf/vmlinux", &st) != 0) {
+    if (stat("/sys/kernel/btf/vmlinux", &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0) {
         snprintf(why, why_len, "this kernel has no BTF (/sys/kernel/btf/vmlinux): the CO-RE programs cannot load");
         return NULL;
     }

@@ -155,6 +155,23 @@ static void test_classes_by_rank(void **state)
     assert_string_equal(tm_heat_class_name(a[0]), "cold");
 }
 
+static void test_classes_group_values_within_ten_percent(void **state)
+{
+    (void)state;
+    /* 9 weights read every step, a little noise between them; a table read a row at a time */
+    double heat[10] = { 0.99, 0.97, 0.95, 0.98, 0.96, 0.99, 0.94, 0.97, 0.98, 0.002 };
+    tm_heat_class c[10];
+    assert_true(tm_heat_classify(heat, 10, c));
+    for (int i = 0; i < 9; i++)
+        assert_int_equal(c[i], TM_HEAT_HOT);
+    assert_int_equal(c[9], TM_HEAT_COLD);
+    /* a group is measured from its first value: 1.0, 0.85, 0.7 do not chain into one */
+    double spread[6] = { 1.0, 0.85, 0.7, 0.55, 0.4, 0.25 };
+    assert_true(tm_heat_classify(spread, 6, c));
+    assert_int_equal(c[0], TM_HEAT_HOT);
+    assert_int_equal(c[5], TM_HEAT_COLD);
+}
+
 static void test_classes_ties_and_zero(void **state)
 {
     (void)state;
@@ -292,6 +309,7 @@ int main(void)
         cmocka_unit_test(test_credit_range_spreads_by_overlap),
         cmocka_unit_test(test_classes_by_rank),
         cmocka_unit_test(test_classes_ties_and_zero),
+        cmocka_unit_test(test_classes_group_values_within_ten_percent),
         cmocka_unit_test(test_ranking_stable_under_noise),
         cmocka_unit_test(test_burst_does_not_make_cold_chunk_hot),
         cmocka_unit_test(test_stopped_chunk_cools_below_running_one),

@@ -222,11 +222,11 @@ void tm_chunk_table_chunk_json(tm_chunk_table *t, FILE *out, uint64_t address, u
 {
     chunk_entry *c = chunk_get(t, address, false);
     if (!c) {
-        fprintf(out, "{\"address\":%llu,\"heat\":0,\"reads\":0,\"writes\":0,\"class\":\"cold\"}",
+        fprintf(out, "{\"address\":%llu,\"heat\":0,\"reads\":0,\"writes\":0,\"class\":\"cold\",\"kernel\":\"\"}",
                 (unsigned long long)address);
         return;
     }
-    fprintf(out, "{\"address\":%llu,\"heat\":%.6g,\"reads\":%.0f,\"writes\":%.0f,\"class\":\"%s\"}",
+    fprintf(out, "{\"address\":%llu,\"heat\":%.6g,\"reads\":%.0f,\"writes\":%.0f,\"class\":\"%s\",\"kernel\":\"%s\"}",
             (unsigned long long)address, tm_heat_value(&c->heat, tick, c->bytes), tm_heat_reads(&c->heat, tick),
-            tm_heat_writes(&c->heat, tick), tm_heat_class_name(c->cls));
+            tm_heat_writes(&c->heat, tick), tm_heat_class_name(c->cls), c->kernel);
 }

@@ -8,7 +8,8 @@
  * and the top is printed, default 1), --record FILE (every interval, a line
  * "MILLISECONDS CHUNK_ADDRESS HEAT" per chunk with heat, for tiermem-heatmap), --driver PATH
  * (the libcuda.so.1 to probe; default: the one the target maps, or the one dlopen finds),
- * --halflife S (default TIERMEM_HEAT_HALFLIFE's default, 10 s), --top N.
+ * --halflife S (default TIERMEM_HEAT_HALFLIFE's default, 10 s), --top N, --stats PATH (the
+ * target's stats region when TIERMEM_STATS moved it; default /dev/shm/tiermem.PID).
  *
  * Sources: simcuda:touch (exact bytes per chunk), uprobes on the driver's launch, copy and
  * allocation entry points, syscall and filemap tracepoints (files read). Needs root or
@@ -40,7 +41,7 @@ typedef struct options {
     char **command;
     bool json;
     double duration, interval;
-    const char *record, *driver;
+    const char *record, *driver, *stats;
     uint64_t halflife_ns;
     int top;
 } options;
@@ -141,10 +142,13 @@ static void on_chunk(uint64_t address, uint64_t reads, uint64_t writes, const ch
 }
 
 /* Allocations of a target under libtiermem.so, from its stats region. */
-static void learn_extents(tm_chunk_table *table, int pid)
+static void learn_extents(tm_chunk_table *table, int pid, const char *stats)
 {
-    char path[64], why[256];
-    tm_stats_default_path(pid, path, sizeof path);
+    char path[4096], why[256];
+    if (stats)
+        snprintf(path, sizeof path, "%s", stats);
+    else
+        tm_stats_default_path(pid, path, sizeof path);
     tm_stats_snapshot s;
     if (access(path, R_OK) != 0 || tm_stats_read(path, &s, why, sizeof why) != 0)
         return;
@@ -251,7 +255,7 @@ static void print_json(tm_chunk_table *table, tm_bpf_collector *c, const tm_bpf_
 static void usage(FILE *to)
 {
     fprintf(to, "usage: tiermem-heat [--json] [--duration S] [--interval S] [--record FILE] [--driver PATH]\n"
-                "                    [--halflife S] [--top N] (--pid PID | -- COMMAND ARGS...)\n");
+                "                    [--halflife S] [--top N] [--stats PATH] (--pid PID | -- COMMAND ARGS...)\n");
 }
 
 static bool parse_seconds(const char *text, double max, double *out)
@@ -271,11 +275,12 @@ static int parse_options(int argc, char **argv, options *o)
         { "duration", required_argument, NULL, 'd' }, { "interval", required_argument, NULL, 'i' },
         { "record", required_argument, NULL, 'r' },   { "driver", required_argument, NULL, 'D' },
         { "halflife", required_argument, NULL, 'H' }, { "top", required_argument, NULL, 't' },
+        { "stats", required_argument, NULL, 's' },
         { "help", no_argument, NULL, 'h' },           { NULL, 0, NULL, 0 },
     };
     *o = (options){ .interval = 1.0, .halflife_ns = TM_HEAT_DEFAULT_HALFLIFE_NS, .top = 8 };
     double halflife;
-    for (int c; (c = getopt_long(argc, argv, "+p:jd:i:r:D:H:t:h", longs, NULL)) != -1;) {
+    for (int c; (c = getopt_long(argc, argv, "+p:jd:i:r:D:H:t:s:h", longs, NULL)) != -1;) {
         char *end;
         switch (c) {
         case 'p':
@@ -314,6 +319,7 @@ static int parse_options(int argc, char **argv, options *o)
             break;
         case 'r': o->record = optarg; break;
         case 'D': o->driver = optarg; break;
+        case 's': o->stats = optarg; break;
         case 'h': usage(stdout); exit(0);
         default: usage(stderr); return 1;
         }
@@ -410,7 +416,7 @@ int main(int argc, char **argv)
         if (o.duration > 0 && (double)(now_ns() - start) / 1e9 >= o.duration)
             exited = true;
         if (!exited || gate < 0)
-            learn_extents(table, pid);
+            learn_extents(table, pid, o.stats);
         gather g = { .table = table, .tick = tm_chunk_table_tick(table, now_ns()) };
         tm_bpf_collector_drain(collector, on_chunk, &g);
         if (record)

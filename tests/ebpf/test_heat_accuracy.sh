@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Heat against ground truth: the engine on a generated llama model (32000-word vocabulary,
+# untied output) under libtiermem.so, watched by tiermem-heat. simcuda's touch probes give
+# the exact bytes per chunk: token_embd must be in the coldest class and output.weight and
+# the layer weights hot. The `launch` source (in the process) must put token_embd in the
+# coldest class too, far below every weight. Spearman's rank correlation of the two views
+# is printed: every weight is read whole each step, so the truth ties them and what is
+# left to rank is the launch source's sampling noise.
+source "$(dirname "$0")/../lib/tap.sh"
+source "$(dirname "$0")/heat_lib.sh"
+need_ebpf
+
+"$MKMODEL" -o "$T/m.gguf" --vocab 32000 --dim 256 --layers 2 --heads 4 --kv-heads 4 --ffn 512 --ctx 1600 \
+  --seed 5 >"$T/mk.log" 2>&1
+check "model generated (32000 words, untied output)" test -s "$T/m.gguf"
+
+# Matrices of 256 KiB and more are chunked (and so recorded in the stats region).
+"$HEAT" --json --interval 0.25 --halflife 4 --stats "$T/stats" -- sh -c "exec env \
+  LD_PRELOAD='$(preload_value "$B/lib/libtiermem.so")' TIERMEM_MIN_TIERED=64K TIERMEM_HEAT_HALFLIFE=4s \
+  TIERMEM_STATS='$T/stats' '$LLM' -m '$T/m.gguf' -p 'the quick brown fox' -n 1500 --threads 1 --kv-blocks 100 \
+  >'$T/llm.out' 2>'$T/llm.err'" >"$T/heat.json" 2>"$T/heat.err" &
+heat_pid=$!
+# the launch heat, as tiermem-stat shows it: the last view before the engine frees its memory
+while kill -0 "$heat_pid" 2>/dev/null; do
+  "$STAT" --json "$T/stats" >"$T/s.tmp" 2>/dev/null && grep -q '"address"' "$T/s.tmp" && cp "$T/s.tmp" "$T/stat.json"
+  sleep 0.2
+done
+wait "$heat_pid"
+check_eq "tiermem-heat ran to the end of the engine" "$?" 0
+check "the engine ran" grep -q 'summary:' "$T/llm.err"
+check "the touch probes were attached" grep -q 'touch probes on' "$T/heat.err"
+check "tiermem-heat --json is valid JSON" valid_json_file "$T/heat.json"
+check "a view of the launch heat was taken while the engine ran" test -s "$T/stat.json"
+grep 'collector CPU' "$T/heat.err" | sed 's/^/# /'
+
+jq -r '.allocations[] | select(.inferred == false) | "\(.address) \(.heat) \(.class) \(.kernel) \(.size)"' \
+  "$T/heat.json" | sort >"$T/truth.txt"
+jq -r '.allocations[] | "\(.address) \(.heat) \(.class)"' "$T/stat.json" | sort >"$T/launch.txt"
+join "$T/truth.txt" "$T/launch.txt" | awk '{ print $1, $2, $6, $3, $7, $4, $5 }' >"$T/both.txt"
+n=$(wc -l <"$T/both.txt")
+check "the allocations of both views match up ($n)" test "$n" -ge 16
+sed 's/^/# address usdt_heat launch_heat usdt_class launch_class kernel size: /' "$T/both.txt"
+rho=$(spearman "$T/both.txt")
+echo "# Spearman(launch, usdt) over $n allocations: $rho"
+
+embd=$(awk '$6 == "tm_embed_f32"' "$T/both.txt")
+output=$(awk '$6 ~ /^tm_mat(vec|mul)_f32$/ && $7 == 32768000' "$T/both.txt")
+layers=$(awk '$6 ~ /^tm_mat(vec|mul)_f32$/ && $7 < 32768000 && $7 >= 262144' "$T/both.txt")
+check "token_embd found (the allocation the embed kernel reads)" test -n "$embd"
+check "output.weight found" test -n "$output"
+check_eq "token_embd is cold by the touch probes" "$(awk '{ print $4 }' <<<"$embd")" cold
+check_eq "token_embd is cold by launch heat" "$(awk '{ print $5 }' <<<"$embd")" cold
+check_eq "output.weight is hot by the touch probes" "$(awk '{ print $4 }' <<<"$output")" hot
+check_eq "output.weight is hot by launch heat" "$(awk '{ print $5 }' <<<"$output")" hot
+check_eq "every layer weight is hot by the touch probes" "$(awk '{ print $4 }' <<<"$layers" | sort -u)" hot
+embd_launch=$(awk '{ print $3 }' <<<"$embd")
+coolest_weight=$(awk '{ print $3 }' <<<"$layers"$'\n'"$output" | sort -g | head -n 1)
+echo "# launch heat: token_embd $embd_launch, coolest weight $coolest_weight"
+check "launch heat puts token_embd at least 10 times below every weight" \
+  at_least "$coolest_weight" "$(awk -v e="$embd_launch" 'BEGIN { print e * 10 }')"
+check "the collector used under 1% of one core" \
+  awk '/collector CPU/ { gsub(/[(%]/, "", $9); exit !($9 < 1.0) }' "$T/heat.err"
+done_testing
