@@ -37,3 +37,5 @@ $(O)/bin/tiermem-heat: $(TIERMEM_HEAT_OBJS)
 else
 $(info tiermem-heat and the eBPF heat source are not built: $(strip $(EBPF_SKIP)))
 endif
+
+BENCH_CMDS += tools/tiermem-heat/bench-heat.sh
