@@ -15,7 +15,7 @@ TIERMEM_HEAT_OBJS := $(O)/obj/tools/tiermem-heat/main.o $(O)/obj/tools/tiermem-h
                      $(O)/obj/policy/ebpf/collector.o $(O)/obj/tools/tiermem-stat/stats_read.o \
                      $(O)/obj/tools/tiermem-stat/heat_view.o $(O)/obj/policy/heat.o $(O)/obj/policy/units.o
 BINS += $(O)/bin/tiermem-heat
-INSTALL_FILES += $(O)/bin/tiermem-heat:bin/tiermem-heat
+INSTALL_FILES += $(O)/bin/tiermem-heat:bin/tiermem-heat tools/tiermem-heat/tiermem-heatmap:bin/tiermem-heatmap
 
 $(EBPF_GEN)/vmlinux.h:
 	@mkdir -p $(@D)
