@@ -84,6 +84,16 @@ void tm_heat_alloc_detach(tm_alloc *a)
     a->heat_chunks = 0;
 }
 
+/* A collector beside the process writes better heat into the region: leave it alone
+ * while its last write is fresh. */
+static bool collector_writes(uint64_t tick)
+{
+    if (!__atomic_load_n(&tm_stats->heat_collector_pid, __ATOMIC_RELAXED))
+        return false;
+    uint64_t last = __atomic_load_n(&tm_stats->heat_collector_ns, __ATOMIC_RELAXED);
+    return tick * clock_.tick_ns < last + 5000000000ull;
+}
+
 void tm_heat_alloc_credit(tm_alloc *a, uint64_t offset, uint64_t length, double bytes, uint64_t tick)
 {
     if (!a->heat || !length)
@@ -98,6 +108,8 @@ void tm_heat_alloc_credit(tm_alloc *a, uint64_t offset, uint64_t length, double 
     while (__atomic_exchange_n(&a->heat_lock, 1, __ATOMIC_ACQUIRE))
         ;
     tm_heat_credit_range(a->heat, a->heat_chunks, chunk_size, a->range.size, offset, length, bytes, false, tick);
-    tm_stats_heat_publish(a->stats_slot, a->heat, (uint32_t)first, (uint32_t)(last - first + 1), TM_HEAT_FROM_LAUNCH);
+    if (!collector_writes(tick))
+        tm_stats_heat_publish(a->stats_slot, a->heat, (uint32_t)first, (uint32_t)(last - first + 1),
+                              TM_HEAT_FROM_LAUNCH);
     __atomic_store_n(&a->heat_lock, 0, __ATOMIC_RELEASE);
 }

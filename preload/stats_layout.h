@@ -25,7 +25,9 @@
  *   (heat * 2^(-1/8) + (1 - 2^(-1/8)) * min(1, pending / chunk_size)) * 2^(-(now_tick - tick - 1) / 8)
  * with now_tick = CLOCK_MONOTONIC ns / header.heat_tick_ns (no decay while now_tick <=
  * tick + 1), and its reads and writes decay by 2^(-(now_tick - tick) / 8). A collector
- * beside the process (tiermem-heat) may write these too; it sets its bit in `sources`.
+ * beside the process (tiermem-heat) may write these instead: it sets heat_collector_pid,
+ * refreshes heat_collector_ns at every write and its bit in `sources`; the process stops
+ * publishing its own heat while the collector's last write is under 5 s old.
  *
  * This header needs nothing but the C library: readers include it alone.
  */
@@ -123,7 +125,11 @@ typedef struct tm_stats_header {
     uint64_t heat_launches;       /* launches seen while heat was on */
     uint64_t heat_sample_every;   /* the sampling rate now: 1 launch in this many */
     uint64_t heat_sample_ns;      /* average cost of one sampled launch */
-    uint64_t heat_reserved[6];
+    int32_t heat_collector_pid;   /* a collector (tiermem-heat) writing heat here, or 0 */
+    int32_t heat_reserved0;
+    uint64_t heat_collector_ns;   /* CLOCK_MONOTONIC of its last write: while under 5 s old,
+                                   * the process leaves heat to it */
+    uint64_t heat_reserved[4];
 } tm_stats_header;
 
 typedef struct tm_stats_call {

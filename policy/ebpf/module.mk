@@ -12,6 +12,7 @@ EBPF_SKIP   := $(shell command -v $(BPF_CLANG) >/dev/null || echo "$(BPF_CLANG) 
 
 ifeq ($(strip $(EBPF_SKIP)),)
 TIERMEM_HEAT_OBJS := $(O)/obj/tools/tiermem-heat/main.o $(O)/obj/tools/tiermem-heat/chunk_heat.o \
+                     $(O)/obj/tools/tiermem-heat/region_write.o \
                      $(O)/obj/policy/ebpf/collector.o $(O)/obj/tools/tiermem-stat/stats_read.o \
                      $(O)/obj/tools/tiermem-stat/heat_view.o $(O)/obj/policy/heat.o $(O)/obj/policy/units.o
 BINS += $(O)/bin/tiermem-heat

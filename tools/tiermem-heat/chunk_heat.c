@@ -96,6 +96,24 @@ void tm_chunk_table_add(tm_chunk_table *t, uint64_t address, uint64_t reads, uin
         snprintf(c->kernel, sizeof c->kernel, "%s", kernel);
 }
 
+bool tm_chunk_table_get(tm_chunk_table *t, uint64_t address, tm_heat_chunk *out)
+{
+    chunk_entry *c = chunk_get(t, address, false);
+    if (c)
+        *out = c->heat;
+    return c != NULL;
+}
+
+bool tm_chunk_table_empty(const tm_chunk_table *t)
+{
+    return t->chunks == NULL;
+}
+
+void tm_chunk_table_set_halflife(tm_chunk_table *t, uint64_t halflife_ns)
+{
+    tm_heat_clock_init(&t->clock, halflife_ns);
+}
+
 void tm_chunk_table_known(tm_chunk_table *t, uint64_t address, uint64_t size)
 {
     known_alloc *k;

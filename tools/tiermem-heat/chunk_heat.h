@@ -20,6 +20,13 @@ void tm_chunk_table_add(tm_chunk_table *table, uint64_t address, uint64_t reads,
                         const char *kernel, uint64_t tick);
 uint64_t tm_chunk_table_tick(const tm_chunk_table *table, uint64_t now_ns);
 
+/* The heat state of the chunk at `address` (false when it was never touched). */
+bool tm_chunk_table_get(tm_chunk_table *table, uint64_t address, tm_heat_chunk *out);
+
+/* True while no chunk has been added (the half-life may still change). */
+bool tm_chunk_table_empty(const tm_chunk_table *table);
+void tm_chunk_table_set_halflife(tm_chunk_table *table, uint64_t halflife_ns);
+
 /* An allocation the target's stats region describes (kept after it is freed). */
 void tm_chunk_table_known(tm_chunk_table *table, uint64_t address, uint64_t size);
 

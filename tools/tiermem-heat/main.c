@@ -9,13 +9,16 @@
  * "MILLISECONDS CHUNK_ADDRESS HEAT" per chunk with heat, for tiermem-heatmap), --driver PATH
  * (the libcuda.so.1 to probe; default: the one the target maps, or the one dlopen finds),
  * --halflife S (default TIERMEM_HEAT_HALFLIFE's default, 10 s), --top N, --stats PATH (the
- * target's stats region when TIERMEM_STATS moved it; default /dev/shm/tiermem.PID).
+ * target's stats region when TIERMEM_STATS moved it; default /dev/shm/tiermem.PID),
+ * --read-only (never write heat into that region).
  *
  * Sources: simcuda:touch (exact bytes per chunk), uprobes on the driver's launch, copy and
  * allocation entry points, syscall and filemap tracepoints (files read). Needs root or
  * CAP_BPF + CAP_PERFMON; each source that cannot attach is named with its reason in one
  * line. When the target has libtiermem.so, its stats region gives the allocations' exact
- * extents; otherwise they are inferred from runs of touched chunks and marked so.
+ * extents, and the heat measured is written into it (the process leaves heat to the
+ * collector meanwhile); otherwise extents are inferred from runs of touched chunks and
+ * marked so.
  * Exit status: 0, 1 bad arguments, 2 the target could not be found or started, 3 eBPF
  * could not be used (the reason is printed; a started COMMAND still runs to its end). */
 #include <dlfcn.h>
@@ -34,6 +37,7 @@
 #include "policy/ebpf/collector.h"
 #include "policy/units.h"
 #include "tools/tiermem-heat/chunk_heat.h"
+#include "tools/tiermem-heat/region_write.h"
 #include "tools/tiermem-stat/stats_read.h"
 
 typedef struct options {
@@ -42,6 +46,7 @@ typedef struct options {
     bool json;
     double duration, interval;
     const char *record, *driver, *stats;
+    bool read_only;
     uint64_t halflife_ns;
     int top;
 } options;
@@ -141,14 +146,44 @@ static void on_chunk(uint64_t address, uint64_t reads, uint64_t writes, const ch
     tm_chunk_table_add(g->table, address, reads, writes, kernel, g->tick);
 }
 
+static void region_path(int pid, const char *stats, char *path, size_t len)
+{
+    if (stats)
+        snprintf(path, len, "%s", stats);
+    else
+        tm_stats_default_path(pid, path, len);
+}
+
+/* Once the target has a stats region: heat goes into it too. The heat there is valued
+ * with the region's interval, so the collector takes it on while it has measured nothing. */
+static void open_writer(tm_region_writer **writer, bool *tried, tm_chunk_table *table, int pid, const char *stats)
+{
+    char path[4096], why[4200];
+    region_path(pid, stats, path, sizeof path);
+    if (*writer || *tried || access(path, F_OK) != 0)
+        return;
+    *tried = true;
+    tm_region_writer *w = tm_region_writer_open(path, (int)getpid(), why, sizeof why);
+    if (!w) {
+        fprintf(stderr, "tiermem-heat: not writing heat into the target's stats region: %s\n", why);
+        return;
+    }
+    if (!tm_chunk_table_empty(table)) {
+        fprintf(stderr, "tiermem-heat: not writing heat into %s: its region appeared after measuring began\n", path);
+        tm_region_writer_close(w);
+        return;
+    }
+    tm_chunk_table_set_halflife(table, tm_region_writer_tick_ns(w) * TM_HEAT_TICKS_PER_HALFLIFE);
+    fprintf(stderr, "tiermem-heat: writing heat into %s (half-life %.3g s, the process's)\n", path,
+            (double)tm_region_writer_tick_ns(w) * TM_HEAT_TICKS_PER_HALFLIFE / 1e9);
+    *writer = w;
+}
+
 /* Allocations of a target under libtiermem.so, from its stats region. */
 static void learn_extents(tm_chunk_table *table, int pid, const char *stats)
 {
     char path[4096], why[256];
-    if (stats)
-        snprintf(path, sizeof path, "%s", stats);
-    else
-        tm_stats_default_path(pid, path, sizeof path);
+    region_path(pid, stats, path, sizeof path);
     tm_stats_snapshot s;
     if (access(path, R_OK) != 0 || tm_stats_read(path, &s, why, sizeof why) != 0)
         return;
@@ -255,7 +290,8 @@ static void print_json(tm_chunk_table *table, tm_bpf_collector *c, const tm_bpf_
 static void usage(FILE *to)
 {
     fprintf(to, "usage: tiermem-heat [--json] [--duration S] [--interval S] [--record FILE] [--driver PATH]\n"
-                "                    [--halflife S] [--top N] [--stats PATH] (--pid PID | -- COMMAND ARGS...)\n");
+                "                    [--halflife S] [--top N] [--stats PATH] [--read-only]\n"
+                "                    (--pid PID | -- COMMAND ARGS...)\n");
 }
 
 static bool parse_seconds(const char *text, double max, double *out)
@@ -275,12 +311,12 @@ static int parse_options(int argc, char **argv, options *o)
         { "duration", required_argument, NULL, 'd' }, { "interval", required_argument, NULL, 'i' },
         { "record", required_argument, NULL, 'r' },   { "driver", required_argument, NULL, 'D' },
         { "halflife", required_argument, NULL, 'H' }, { "top", required_argument, NULL, 't' },
-        { "stats", required_argument, NULL, 's' },
+        { "stats", required_argument, NULL, 's' },    { "read-only", no_argument, NULL, 'R' },
         { "help", no_argument, NULL, 'h' },           { NULL, 0, NULL, 0 },
     };
     *o = (options){ .interval = 1.0, .halflife_ns = TM_HEAT_DEFAULT_HALFLIFE_NS, .top = 8 };
     double halflife;
-    for (int c; (c = getopt_long(argc, argv, "+p:jd:i:r:D:H:t:s:h", longs, NULL)) != -1;) {
+    for (int c; (c = getopt_long(argc, argv, "+p:jd:i:r:D:H:t:s:Rh", longs, NULL)) != -1;) {
         char *end;
         switch (c) {
         case 'p':
@@ -320,6 +356,7 @@ static int parse_options(int argc, char **argv, options *o)
         case 'r': o->record = optarg; break;
         case 'D': o->driver = optarg; break;
         case 's': o->stats = optarg; break;
+        case 'R': o->read_only = true; break;
         case 'h': usage(stdout); exit(0);
         default: usage(stderr); return 1;
         }
@@ -399,6 +436,8 @@ int main(int argc, char **argv)
     if (gate >= 0)
         release(gate); /* probes are in place: the command may start */
 
+    tm_region_writer *writer = NULL;
+    bool writer_tried = false;
     uint64_t start = now_ns();
     double cpu_start = cpu_seconds();
     int status = 0;
@@ -415,10 +454,15 @@ int main(int argc, char **argv)
         }
         if (o.duration > 0 && (double)(now_ns() - start) / 1e9 >= o.duration)
             exited = true;
-        if (!exited || gate < 0)
+        if (!exited || gate < 0) {
+            if (!o.read_only)
+                open_writer(&writer, &writer_tried, table, pid, o.stats);
             learn_extents(table, pid, o.stats);
+        }
         gather g = { .table = table, .tick = tm_chunk_table_tick(table, now_ns()) };
         tm_bpf_collector_drain(collector, on_chunk, &g);
+        if (writer && report.touch)
+            tm_region_writer_publish(writer, table, TM_HEAT_FROM_USDT);
         if (record)
             tm_chunk_table_record(table, record, (now_ns() - start) / 1000000, g.tick);
         if (!o.json) {
@@ -435,6 +479,7 @@ int main(int argc, char **argv)
             seconds > 0 ? 100.0 * cpu / seconds : 0.0);
     if (record)
         fclose(record);
+    tm_region_writer_close(writer);
     tm_chunk_table_free(table);
     tm_bpf_collector_close(collector);
     if (gate >= 0 && !exited)

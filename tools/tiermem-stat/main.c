@@ -123,11 +123,11 @@ static void print_table(const tm_stats_snapshot *s, const char *path, const size
 static void print_heat_json_header(const tm_stats_header *h)
 {
     printf("\"heat_source\":\"%.16s\",\"heat_halflife_ns\":%llu,\"heat_samples\":%llu,\"heat_launches\":%llu,"
-           "\"heat_sample_every\":%llu,\"heat_sample_ns\":%llu,\"heat_chunks_dropped\":%llu,\n",
+           "\"heat_sample_every\":%llu,\"heat_sample_ns\":%llu,\"heat_chunks_dropped\":%llu,\"heat_collector_pid\":%d,\n",
            h->heat_source, (unsigned long long)h->heat_tick_ns * TM_HEAT_TICKS_PER_HALFLIFE,
            (unsigned long long)h->heat_samples, (unsigned long long)h->heat_launches,
            (unsigned long long)h->heat_sample_every, (unsigned long long)h->heat_sample_ns,
-           (unsigned long long)h->heat_chunks_dropped);
+           (unsigned long long)h->heat_chunks_dropped, h->heat_collector_pid);
 }
 
 static void print_json(const tm_stats_snapshot *s, const char *path, const size_t *order)
