@@ -22,7 +22,7 @@ typedef struct seen_chunk {
 
 struct tm_bpf_collector {
     struct tm_heat_bpf *skel;
-    struct bpf_link *links[16];
+    struct bpf_link *links[24];
     int link_count;
     seen_chunk *seen;            /* open addressing on index, [seen_capacity] */
     size_t seen_capacity;
@@ -72,14 +72,17 @@ static void attach_driver(tm_bpf_collector *c, int pid, const char *driver, tm_b
                                             "cuLaunchKernelEx_ptsz" };
     static const char *const copies[] = { "cuMemcpyHtoD_v2", "cuMemcpyDtoH_v2", "cuMemcpyDtoD_v2", "cuMemcpyAsync",
                                           "cuMemcpyHtoDAsync_v2", "cuMemcpyDtoHAsync_v2" };
-    static const char *const allocs[] = { "cuMemAlloc_v2", "cuMemAllocAsync", "cuMemCreate" };
+    static const char *const allocs[] = { "cuMemAlloc_v2", "cuMemAllocAsync", "cuMemAllocAsync_ptsz" };
     int attached = 0;
     for (size_t i = 0; i < sizeof launches / sizeof *launches; i++)
         attached += attach_uprobe(c, c->skel->progs.on_launch, pid, driver, launches[i]);
     for (size_t i = 0; i < sizeof copies / sizeof *copies; i++)
         attached += attach_uprobe(c, c->skel->progs.on_copy, pid, driver, copies[i]);
-    for (size_t i = 0; i < sizeof allocs / sizeof *allocs; i++)
+    for (size_t i = 0; i < sizeof allocs / sizeof *allocs; i++) {
         attached += attach_uprobe(c, c->skel->progs.on_alloc, pid, driver, allocs[i]);
+        LIBBPF_OPTS(bpf_uprobe_opts, opts, .func_name = allocs[i], .retprobe = true);
+        keep_link(c, bpf_program__attach_uprobe_opts(c->skel->progs.on_alloc_return, pid, driver, 0, &opts));
+    }
     r->driver = attached > 0;
     if (!attached)
         snprintf(r->driver_why, sizeof r->driver_why, "no uprobe attached to %s (%s)", driver, strerror(errno));
@@ -224,6 +227,19 @@ long tm_bpf_collector_drain(tm_bpf_collector *c, tm_bpf_chunk_visit visit, void 
 void tm_bpf_collector_counts(const tm_bpf_collector *c, struct tm_bpf_counts *counts)
 {
     memcpy(counts, &c->skel->bss->counts, sizeof *counts);
+}
+
+void tm_bpf_collector_allocations(tm_bpf_collector *c, tm_bpf_alloc_visit visit, void *arg)
+{
+    int fd = bpf_map__fd(c->skel->maps.allocations);
+    uint64_t key, next, size;
+    bool first = true;
+    while (bpf_map_get_next_key(fd, first ? NULL : &key, &next) == 0) {
+        first = false;
+        key = next;
+        if (bpf_map_lookup_elem(fd, &key, &size) == 0)
+            visit(key, size, arg);
+    }
 }
 
 void tm_bpf_collector_files(tm_bpf_collector *c, tm_bpf_file_visit visit, void *arg)

@@ -36,6 +36,10 @@ long tm_bpf_collector_drain(tm_bpf_collector *collector, tm_bpf_chunk_visit visi
 
 void tm_bpf_collector_counts(const tm_bpf_collector *collector, struct tm_bpf_counts *counts);
 
+/* Each allocation whose extent the uretprobes on cuMemAlloc_v2/cuMemAllocAsync saw. */
+typedef void (*tm_bpf_alloc_visit)(uint64_t address, uint64_t size, void *arg);
+void tm_bpf_collector_allocations(tm_bpf_collector *collector, tm_bpf_alloc_visit visit, void *arg);
+
 /* Each file the process opened and read. */
 typedef void (*tm_bpf_file_visit)(int fd, const struct tm_bpf_file *file, void *arg);
 void tm_bpf_collector_files(tm_bpf_collector *collector, tm_bpf_file_visit visit, void *arg);

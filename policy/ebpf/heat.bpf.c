@@ -3,7 +3,8 @@
  *
  *   usdt simcuda:touch             exact bytes read and written per 2 MiB chunk (ground truth
  *                                  on simcuda), and the first kernel that touched each chunk
- *   uprobes on the driver          launches, copies and allocations, counted
+ *   uprobes on the driver          launches, copies and allocations, counted; the extents of
+ *                                  cuMemAlloc_v2 / cuMemAllocAsync allocations (uretprobes)
  *   tracepoints syscalls:sys_enter_openat/read/pread64/mmap (+ sys_exit_openat for the fd)
  *                                  which files it reads and which byte ranges
  *   tracepoint filemap:mm_filemap_add_to_page_cache
@@ -44,6 +45,25 @@ struct {
     __type(key, __u32);                 /* thread id between openat's entry and exit */
     __type(value, struct tm_bpf_file);
 } opening SEC(".maps");
+
+struct alloc_call {
+    __u64 dptr;                         /* where the driver writes the address */
+    __u64 size;
+};
+
+struct {
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, 1024);
+    __type(key, __u32);                 /* thread id between an allocation's entry and return */
+    __type(value, struct alloc_call);
+} allocating SEC(".maps");
+
+struct {
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, TM_BPF_ALLOCS_MAX);
+    __type(key, __u64);                 /* device address */
+    __type(value, __u64);               /* bytes */
+} allocations SEC(".maps");
 
 static __always_inline int is_target(void)
 {
@@ -127,11 +147,33 @@ int on_copy(struct pt_regs *ctx)
     return 0;
 }
 
+/* cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytes) and cuMemAllocAsync(dptr, bytes, stream) */
 SEC("uprobe")
 int on_alloc(struct pt_regs *ctx)
 {
-    if (is_target())
-        __sync_fetch_and_add(&counts.allocs, 1);
+    if (!is_target())
+        return 0;
+    __sync_fetch_and_add(&counts.allocs, 1);
+    __u32 tid = (__u32)bpf_get_current_pid_tgid();
+    struct alloc_call call = { .dptr = PT_REGS_PARM1(ctx), .size = PT_REGS_PARM2(ctx) };
+    bpf_map_update_elem(&allocating, &tid, &call, BPF_ANY);
+    return 0;
+}
+
+SEC("uretprobe")
+int on_alloc_return(struct pt_regs *ctx)
+{
+    if (!is_target())
+        return 0;
+    __u32 tid = (__u32)bpf_get_current_pid_tgid();
+    struct alloc_call *call = bpf_map_lookup_elem(&allocating, &tid);
+    if (!call)
+        return 0;
+    __u64 address = 0;
+    if (PT_REGS_RC(ctx) == 0 && bpf_probe_read_user(&address, sizeof address, (const void *)call->dptr) == 0 &&
+        address)
+        bpf_map_update_elem(&allocations, &address, &call->size, BPF_ANY);
+    bpf_map_delete_elem(&allocating, &tid);
     return 0;
 }
 

@@ -9,6 +9,7 @@
 #define TM_BPF_NAME_LEN 32
 #define TM_BPF_PATH_LEN 256
 #define TM_BPF_FILES_MAX 1024
+#define TM_BPF_ALLOCS_MAX 65536         /* allocations whose extent the uretprobes saw */
 
 /* Bytes the target touched in one chunk, summed since the collector attached. */
 struct tm_bpf_chunk {

@@ -14,26 +14,36 @@ need_ebpf
   --seed 5 >"$T/mk.log" 2>&1
 check "model generated (32000 words, untied output)" test -s "$T/m.gguf"
 
-# Matrices of 256 KiB and more are chunked (and so recorded in the stats region).
-"$HEAT" --json --read-only --interval 0.25 --halflife 4 --stats "$T/stats" -- sh -c "exec env \
-  LD_PRELOAD='$(preload_value "$B/lib/libtiermem.so")' TIERMEM_MIN_TIERED=64K TIERMEM_HEAT_HALFLIFE=4s \
-  TIERMEM_STATS='$T/stats' '$LLM' -m '$T/m.gguf' -p 'the quick brown fox' -n 1500 --threads 1 --kv-blocks 100 \
-  >'$T/llm.out' 2>'$T/llm.err'" >"$T/heat.json" 2>"$T/heat.err" &
-heat_pid=$!
-# the launch heat, as tiermem-stat shows it: the last view before the engine frees its memory
-while kill -0 "$heat_pid" 2>/dev/null; do
-  "$STAT" --json "$T/stats" >"$T/s.tmp" 2>/dev/null && grep -q '"address"' "$T/s.tmp" && cp "$T/s.tmp" "$T/stat.json"
-  sleep 0.2
-done
-wait "$heat_pid"
+# watch_engine NAME TOKENS HALF-LIFE MARK [tiermem-heat options]: the engine under
+# libtiermem.so, watched by tiermem-heat (NAME.json, NAME.err); meanwhile STAT.json keeps the
+# last tiermem-stat view that contains MARK (the engine frees its memory at the end).
+# Matrices of 256 KiB and more are chunked, and so recorded in the stats region.
+watch_engine() {
+  local name=$1 tokens=$2 halflife=$3 mark=$4
+  shift 4
+  rm -f "$T/stats" "$T/stat.json"
+  "$HEAT" --json --interval 0.25 --stats "$T/stats" "$@" -- sh -c "exec env \
+    LD_PRELOAD='$(preload_value "$B/lib/libtiermem.so")' TIERMEM_MIN_TIERED=64K TIERMEM_HEAT_HALFLIFE=$halflife \
+    TIERMEM_STATS='$T/stats' '$LLM' -m '$T/m.gguf' -p 'the quick brown fox' -n $tokens --threads 1 \
+    --kv-blocks 100 >'$T/$name.out' 2>'$T/$name.llm'" >"$T/$name.json" 2>"$T/$name.err" &
+  local pid=$!
+  while kill -0 "$pid" 2>/dev/null; do
+    "$STAT" --json "$T/stats" >"$T/s.tmp" 2>/dev/null && grep -q "$mark" "$T/s.tmp" && cp "$T/s.tmp" "$T/stat.json"
+    sleep 0.2
+  done
+  wait "$pid"
+}
+
+# the launch heat as tiermem-stat shows it, the touch probes' as tiermem-heat does
+watch_engine heat 1500 4s '"address"' --read-only --halflife 4
 check_eq "tiermem-heat ran to the end of the engine" "$?" 0
-check "the engine ran" grep -q 'summary:' "$T/llm.err"
+check "the engine ran" grep -q 'summary:' "$T/heat.llm"
 check "the touch probes were attached" grep -q 'touch probes on' "$T/heat.err"
 check "tiermem-heat --json is valid JSON" valid_json_file "$T/heat.json"
 check "a view of the launch heat was taken while the engine ran" test -s "$T/stat.json"
 grep 'collector CPU' "$T/heat.err" | sed 's/^/# /'
 
-jq -r '.allocations[] | select(.inferred == false) | "\(.address) \(.heat) \(.class) \(.kernel) \(.size)"' \
+jq -r '.allocations[] | select(.extent == "region") | "\(.address) \(.heat) \(.class) \(.kernel) \(.size)"' \
   "$T/heat.json" | sort >"$T/truth.txt"
 jq -r '.allocations[] | "\(.address) \(.heat) \(.class)"' "$T/stat.json" | sort >"$T/launch.txt"
 join "$T/truth.txt" "$T/launch.txt" | awk '{ print $1, $2, $6, $3, $7, $4, $5 }' >"$T/both.txt"
@@ -61,17 +71,7 @@ check "the collector used under 1% of one core" \
   awk '/collector CPU/ { gsub(/[(%]/, "", $9); exit !($9 < 1.0) }' "$T/heat.err"
 
 # --- the collector writes its heat into the process's stats region
-rm -f "$T/stats" "$T/stat.json"
-"$HEAT" --json --interval 0.25 --stats "$T/stats" -- sh -c "exec env \
-  LD_PRELOAD='$(preload_value "$B/lib/libtiermem.so")' TIERMEM_MIN_TIERED=64K TIERMEM_HEAT_HALFLIFE=2s \
-  TIERMEM_STATS='$T/stats' '$LLM' -m '$T/m.gguf' -p 'the quick brown fox' -n 600 --threads 1 --kv-blocks 100 \
-  >'$T/llm2.out' 2>'$T/llm2.err'" >"$T/heat2.json" 2>"$T/heat2.err" &
-heat_pid=$!
-while kill -0 "$heat_pid" 2>/dev/null; do
-  "$STAT" --json "$T/stats" >"$T/s.tmp" 2>/dev/null && grep -q '"usdt' "$T/s.tmp" && cp "$T/s.tmp" "$T/stat.json"
-  sleep 0.2
-done
-wait "$heat_pid"
+watch_engine heat2 600 2s '"usdt'
 check "tiermem-heat says it writes into the region, with the process's half-life" \
   grep -q "^tiermem-heat: writing heat into $T/stats (half-life 2 s, the process's)" "$T/heat2.err"
 check "tiermem-stat showed heat from the touch probes while the engine ran" test -s "$T/stat.json"

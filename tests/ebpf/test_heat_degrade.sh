@@ -65,8 +65,8 @@ sleep 0.5
 check_eq "tiermem-heat --pid --duration 4 on a plain engine" "$?" 0
 kill "$plain" 2>/dev/null; wait "$plain" 2>/dev/null
 check "--json is valid JSON" valid_json_file "$T/plain.json"
-check "every allocation is inferred (no stats region)" \
-  test "$(jq '[.allocations[] | select(.inferred == false)] | length' "$T/plain.json")" = 0
+check "no extent comes from a stats region (there is none)" \
+  test "$(jq '[.allocations[] | select(.extent == "region")] | length' "$T/plain.json")" = 0
 check "launches were counted by the driver uprobes" test "$(jq .launches "$T/plain.json")" -gt 0
 jq -r '.allocations[].chunks[] | "\(.kernel) \(.heat) \(.class)"' "$T/plain.json" >"$T/chunks.txt"
 median() { awk -v k="$1" '$1 ~ k { print $2 }' "$T/chunks.txt" | sort -g | awk '{ v[NR] = $1 } END { print NR ? v[int((NR + 1) / 2)] : -1 }'; }
@@ -75,4 +75,12 @@ echo "# median chunk heat: token_embd $embed, matrices $matrix"
 check "the embedding table's chunks were found" grep -q '^tm_embed_f32 ' "$T/chunks.txt"
 check "the matrices' chunks are 10 times hotter than the embedding table's (medians)" \
   awk -v e="$embed" -v m="$matrix" 'BEGIN { exit !(e >= 0 && m > 10 * e) }'
+
+# --- from the first call: extents learnt from the allocation return probes
+"$HEAT" --json --interval 0.25 -- sh -c "exec '$LLM' -m '$T/m.gguf' -p 'the quick brown fox' -n 30 --threads 1 \
+  --kv-blocks 100 >/dev/null 2>&1" >"$T/first.json" 2>"$T/first.err"
+check_eq "tiermem-heat -- COMMAND on a plain engine" "$?" 0
+check "the allocation probes saw the engine's allocations" test "$(jq .allocs "$T/first.json")" -gt 10
+check "token_embd's extent was learnt from them" \
+  test "$(jq '[.allocations[] | select(.extent == "uprobe" and .size == 32768000)] | length' "$T/first.json")" -ge 1
 done_testing

@@ -20,6 +20,7 @@ typedef struct chunk_entry {
 typedef struct known_alloc {
     uint64_t address;            /* key */
     uint64_t size;
+    tm_extent_from from;
     UT_hash_handle hh;
 } known_alloc;
 
@@ -114,12 +115,19 @@ void tm_chunk_table_set_halflife(tm_chunk_table *t, uint64_t halflife_ns)
     tm_heat_clock_init(&t->clock, halflife_ns);
 }
 
-void tm_chunk_table_known(tm_chunk_table *t, uint64_t address, uint64_t size)
+const char *tm_extent_name(tm_extent_from from)
+{
+    return from == TM_EXTENT_REGION ? "region" : from == TM_EXTENT_UPROBE ? "uprobe" : "inferred";
+}
+
+void tm_chunk_table_known(tm_chunk_table *t, uint64_t address, uint64_t size, tm_extent_from from)
 {
     known_alloc *k;
     HASH_FIND(hh, t->known, &address, sizeof address, k);
     if (k) {
         k->size = size;
+        if (from > k->from)
+            k->from = from;
         return;
     }
     k = calloc(1, sizeof *k);
@@ -127,6 +135,7 @@ void tm_chunk_table_known(tm_chunk_table *t, uint64_t address, uint64_t size)
         return;
     k->address = address;
     k->size = size;
+    k->from = from;
     HASH_ADD(hh, t->known, address, sizeof k->address, k);
 }
 
@@ -205,7 +214,7 @@ tm_heat_alloc_view *tm_chunk_table_allocations(tm_chunk_table *t, uint64_t tick,
     if (!v)
         return NULL;
     for (known_alloc *k = t->known; k; k = k->hh.next)
-        v[n++] = (tm_heat_alloc_view){ .address = k->address, .size = k->size };
+        v[n++] = (tm_heat_alloc_view){ .address = k->address, .size = k->size, .from = k->from };
     size_t known = n;
     /* chunks outside every known allocation: runs of neighbours make inferred ones */
     HASH_SORT(t->chunks, chunk_by_address);
@@ -215,7 +224,7 @@ tm_heat_alloc_view *tm_chunk_table_allocations(tm_chunk_table *t, uint64_t tick,
         if (n > known && v[n - 1].address + v[n - 1].size == c->address)
             v[n - 1].size += CHUNK;
         else
-            v[n++] = (tm_heat_alloc_view){ .address = c->address, .size = CHUNK, .inferred = true };
+            v[n++] = (tm_heat_alloc_view){ .address = c->address, .size = CHUNK, .from = TM_EXTENT_INFERRED };
     }
     for (size_t i = 0; i < n; i++)
         add_chunks(t, &v[i], tick);

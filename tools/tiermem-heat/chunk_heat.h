@@ -27,15 +27,24 @@ bool tm_chunk_table_get(tm_chunk_table *table, uint64_t address, tm_heat_chunk *
 bool tm_chunk_table_empty(const tm_chunk_table *table);
 void tm_chunk_table_set_halflife(tm_chunk_table *table, uint64_t halflife_ns);
 
-/* An allocation the target's stats region describes (kept after it is freed). */
-void tm_chunk_table_known(tm_chunk_table *table, uint64_t address, uint64_t size);
+/* Where an allocation's extent comes from. */
+typedef enum tm_extent_from {
+    TM_EXTENT_INFERRED,          /* a run of touched chunks */
+    TM_EXTENT_UPROBE,            /* the return probe of the driver's allocation call */
+    TM_EXTENT_REGION,            /* the target's stats region (libtiermem.so) */
+} tm_extent_from;
+
+const char *tm_extent_name(tm_extent_from from);
+
+/* An allocation whose extent is known (kept after it is freed). */
+void tm_chunk_table_known(tm_chunk_table *table, uint64_t address, uint64_t size, tm_extent_from from);
 
 /* Appends "MILLISECONDS ADDRESS HEAT" for each chunk with heat to a record file. */
 void tm_chunk_table_record(const tm_chunk_table *table, FILE *out, uint64_t ms, uint64_t tick);
 
 typedef struct tm_heat_alloc_view {
     uint64_t address, size;
-    bool inferred;               /* extent guessed from touched chunks */
+    tm_extent_from from;         /* where its extent comes from */
     double heat, reads, writes;
     tm_heat_class cls;
     char kernel[32];             /* the first kernel seen touching it */

@@ -17,8 +17,9 @@
  * CAP_BPF + CAP_PERFMON; each source that cannot attach is named with its reason in one
  * line. When the target has libtiermem.so, its stats region gives the allocations' exact
  * extents, and the heat measured is written into it (the process leaves heat to the
- * collector meanwhile); otherwise extents are inferred from runs of touched chunks and
- * marked so.
+ * collector meanwhile); allocations made through the driver after attaching are learnt
+ * from return probes on cuMemAlloc_v2/cuMemAllocAsync; the rest are inferred from runs of
+ * touched chunks and marked so.
  * Exit status: 0, 1 bad arguments, 2 the target could not be found or started, 3 eBPF
  * could not be used (the reason is printed; a started COMMAND still runs to its end). */
 #include <dlfcn.h>
@@ -179,6 +180,11 @@ static void open_writer(tm_region_writer **writer, bool *tried, tm_chunk_table *
     *writer = w;
 }
 
+static void on_alloc(uint64_t address, uint64_t size, void *arg)
+{
+    tm_chunk_table_known(arg, address, size, TM_EXTENT_UPROBE);
+}
+
 /* Allocations of a target under libtiermem.so, from its stats region. */
 static void learn_extents(tm_chunk_table *table, int pid, const char *stats)
 {
@@ -189,7 +195,7 @@ static void learn_extents(tm_chunk_table *table, int pid, const char *stats)
         return;
     for (size_t i = 0; i < s.record_count; i++)
         if (s.records[i].address)
-            tm_chunk_table_known(table, s.records[i].address, s.records[i].size);
+            tm_chunk_table_known(table, s.records[i].address, s.records[i].size, TM_EXTENT_REGION);
     tm_stats_snapshot_free(&s);
 }
 
@@ -214,7 +220,7 @@ static void print_row(const tm_heat_alloc_view *v)
     char size[32];
     printf("0x%-16llx %12s %7u %8.3f %-5s %12.0f %12.0f %-9s %s\n", (unsigned long long)v->address,
            tm_format_size(v->size, size, sizeof size), v->chunk_count, v->heat, tm_heat_class_name(v->cls), v->reads,
-           v->writes, v->inferred ? "inferred" : "known", v->kernel[0] ? v->kernel : "-");
+           v->writes, tm_extent_name(v->from), v->kernel[0] ? v->kernel : "-");
 }
 
 static void print_top(tm_chunk_table *table, uint64_t tick, int pid, const struct tm_bpf_counts *n, int top)
@@ -267,9 +273,9 @@ static void print_json(tm_chunk_table *table, tm_bpf_collector *c, const tm_bpf_
            pid, r->touch ? "true" : "false", r->driver ? "true" : "false", r->files ? "true" : "false", n.launches,
            n.copies, n.allocs, n.touches, n.dropped, n.page_cache_adds, seconds, cpu);
     for (size_t i = 0; v && i < count; i++) {
-        printf("{\"address\":%llu,\"size\":%llu,\"inferred\":%s,\"heat\":%.6g,\"reads\":%.0f,\"writes\":%.0f,"
+        printf("{\"address\":%llu,\"size\":%llu,\"extent\":\"%s\",\"heat\":%.6g,\"reads\":%.0f,\"writes\":%.0f,"
                "\"class\":\"%s\",\"kernel\":\"%s\",\"chunks\":[",
-               (unsigned long long)v[i].address, (unsigned long long)v[i].size, v[i].inferred ? "true" : "false",
+               (unsigned long long)v[i].address, (unsigned long long)v[i].size, tm_extent_name(v[i].from),
                v[i].heat, v[i].reads, v[i].writes, tm_heat_class_name(v[i].cls), v[i].kernel);
         for (uint32_t k = 0; k < v[i].chunk_count; k++) {
             if (k)
@@ -459,6 +465,7 @@ int main(int argc, char **argv)
                 open_writer(&writer, &writer_tried, table, pid, o.stats);
             learn_extents(table, pid, o.stats);
         }
+        tm_bpf_collector_allocations(collector, on_alloc, table);
         gather g = { .table = table, .tick = tm_chunk_table_tick(table, now_ns()) };
         tm_bpf_collector_drain(collector, on_chunk, &g);
         if (writer && report.touch)
