@@ -20,13 +20,18 @@ typedef struct seen_chunk {
     uint64_t reads, writes;
 } seen_chunk;
 
+typedef struct seen_table {
+    seen_chunk *slot;            /* open addressing on index, [capacity] */
+    size_t capacity;
+    size_t count;
+} seen_table;
+
 struct tm_bpf_collector {
     struct tm_heat_bpf *skel;
     struct bpf_link *links[24];
     int link_count;
-    seen_chunk *seen;            /* open addressing on index, [seen_capacity] */
-    size_t seen_capacity;
-    size_t seen_count;
+    seen_table touched;          /* what the touch probes reported */
+    seen_table launched;         /* what launch attribution reported */
 };
 
 static int quiet(enum libbpf_print_level level, const char *fmt, va_list args)
@@ -103,8 +108,8 @@ static void attach_files(tm_bpf_collector *c, tm_bpf_attach_report *r)
         snprintf(r->files_why, sizeof r->files_why, "the syscall tracepoints did not attach (%s)", strerror(errno));
 }
 
-tm_bpf_collector *tm_bpf_collector_open(int pid, const char *driver, tm_bpf_attach_report *report, char *why,
-                                        size_t why_len)
+tm_bpf_collector *tm_bpf_collector_open(int pid, const char *driver, bool touch, tm_bpf_attach_report *report,
+                                        char *why, size_t why_len)
 {
     memset(report, 0, sizeof *report);
     libbpf_set_print(quiet);
@@ -139,7 +144,9 @@ tm_bpf_collector *tm_bpf_collector_open(int pid, const char *driver, tm_bpf_atta
     }
     c->skel->bss->target_tgid = pid;
 
-    if (keep_link(c, bpf_program__attach_usdt(c->skel->progs.on_touch, -1, driver, "simcuda", "touch", NULL)))
+    if (!touch)
+        snprintf(report->touch_why, sizeof report->touch_why, "touch probes not used (asked not to)");
+    else if (keep_link(c, bpf_program__attach_usdt(c->skel->progs.on_touch, -1, driver, "simcuda", "touch", NULL)))
         report->touch = true;
     else
         snprintf(report->touch_why, sizeof report->touch_why,
@@ -162,66 +169,102 @@ void tm_bpf_collector_close(tm_bpf_collector *c)
     for (int i = 0; i < c->link_count; i++)
         bpf_link__destroy(c->links[i]);
     tm_heat_bpf__destroy(c->skel);
-    free(c->seen);
+    free(c->touched.slot);
+    free(c->launched.slot);
     free(c);
 }
 
 /* ---------------------------------------------------------------- reading */
 
-static seen_chunk *seen_slot(tm_bpf_collector *c, uint64_t index)
+static seen_chunk *seen_slot(seen_table *t, uint64_t index)
 {
-    if (c->seen_count * 2 >= c->seen_capacity) {
-        size_t capacity = c->seen_capacity ? c->seen_capacity * 2 : 1024;
+    if (t->count * 2 >= t->capacity) {
+        size_t capacity = t->capacity ? t->capacity * 2 : 1024;
         seen_chunk *table = calloc(capacity, sizeof *table);
         if (!table)
             return NULL;
-        for (size_t i = 0; i < c->seen_capacity; i++) {
-            if (!c->seen[i].index)
+        for (size_t i = 0; i < t->capacity; i++) {
+            if (!t->slot[i].index)
                 continue;
-            size_t j = (size_t)(c->seen[i].index * 0x9E3779B97F4A7C15ull) & (capacity - 1);
+            size_t j = (size_t)(t->slot[i].index * 0x9E3779B97F4A7C15ull) & (capacity - 1);
             while (table[j].index)
                 j = (j + 1) & (capacity - 1);
-            table[j] = c->seen[i];
+            table[j] = t->slot[i];
         }
-        free(c->seen);
-        c->seen = table;
-        c->seen_capacity = capacity;
+        free(t->slot);
+        t->slot = table;
+        t->capacity = capacity;
     }
-    size_t j = (size_t)(index * 0x9E3779B97F4A7C15ull) & (c->seen_capacity - 1);
-    while (c->seen[j].index && c->seen[j].index != index)
-        j = (j + 1) & (c->seen_capacity - 1);
-    if (!c->seen[j].index) {
-        c->seen[j].index = index; /* chunk 0 (address 0) is never device memory */
-        c->seen_count++;
+    size_t j = (size_t)(index * 0x9E3779B97F4A7C15ull) & (t->capacity - 1);
+    while (t->slot[j].index && t->slot[j].index != index)
+        j = (j + 1) & (t->capacity - 1);
+    if (!t->slot[j].index) {
+        t->slot[j].index = index; /* chunk 0 (address 0) is never device memory */
+        t->count++;
     }
-    return &c->seen[j];
+    return &t->slot[j];
+}
+
+/* Visits what is new in a chunk map since the last drain; `as_chunk` turns a map value
+ * into bytes read and written (and a kernel name). */
+static long drain_map(int fd, seen_table *seen, size_t value_size,
+                      void (*as_chunk)(const void *value, struct tm_bpf_chunk *chunk), tm_bpf_chunk_visit visit,
+                      void *arg)
+{
+    uint64_t key, next;
+    long visited = 0;
+    bool first = true;
+    char value[sizeof(struct tm_bpf_chunk)];
+    if (value_size > sizeof value)
+        return -1;
+    while (bpf_map_get_next_key(fd, first ? NULL : &key, &next) == 0) {
+        first = false;
+        key = next;
+        if (bpf_map_lookup_elem(fd, &key, value) != 0 || !key)
+            continue;
+        struct tm_bpf_chunk chunk;
+        as_chunk(value, &chunk);
+        seen_chunk *s = seen_slot(seen, key);
+        if (!s)
+            return -1;
+        uint64_t reads = chunk.reads - s->reads, writes = chunk.writes - s->writes;
+        if (!reads && !writes)
+            continue;
+        s->reads = chunk.reads;
+        s->writes = chunk.writes;
+        chunk.kernel[sizeof chunk.kernel - 1] = '\0';
+        visit(key << TM_BPF_CHUNK_SHIFT, reads, writes, chunk.kernel, arg);
+        visited++;
+    }
+    return visited;
+}
+
+static void touched_chunk(const void *value, struct tm_bpf_chunk *chunk)
+{
+    memcpy(chunk, value, sizeof *chunk);
+}
+
+static void launched_chunk(const void *value, struct tm_bpf_chunk *chunk)
+{
+    memset(chunk, 0, sizeof *chunk);
+    memcpy(&chunk->reads, value, sizeof chunk->reads);
 }
 
 long tm_bpf_collector_drain(tm_bpf_collector *c, tm_bpf_chunk_visit visit, void *arg)
 {
-    int fd = bpf_map__fd(c->skel->maps.chunks);
-    uint64_t key, next;
-    long visited = 0;
-    bool first = true;
-    while (bpf_map_get_next_key(fd, first ? NULL : &key, &next) == 0) {
-        first = false;
-        key = next;
-        struct tm_bpf_chunk value;
-        if (bpf_map_lookup_elem(fd, &key, &value) != 0 || !key)
-            continue;
-        seen_chunk *s = seen_slot(c, key);
-        if (!s)
-            return -1;
-        uint64_t reads = value.reads - s->reads, writes = value.writes - s->writes;
-        if (!reads && !writes)
-            continue;
-        s->reads = value.reads;
-        s->writes = value.writes;
-        value.kernel[sizeof value.kernel - 1] = '\0';
-        visit(key << TM_BPF_CHUNK_SHIFT, reads, writes, value.kernel, arg);
-        visited++;
-    }
-    return visited;
+    return drain_map(bpf_map__fd(c->skel->maps.chunks), &c->touched, sizeof(struct tm_bpf_chunk), touched_chunk,
+                     visit, arg);
+}
+
+long tm_bpf_collector_drain_launches(tm_bpf_collector *c, tm_bpf_chunk_visit visit, void *arg)
+{
+    return drain_map(bpf_map__fd(c->skel->maps.launch_chunks), &c->launched, sizeof(uint64_t), launched_chunk,
+                     visit, arg);
+}
+
+void tm_bpf_collector_know(tm_bpf_collector *c, uint64_t address, uint64_t size)
+{
+    bpf_map_update_elem(bpf_map__fd(c->skel->maps.allocations), &address, &size, BPF_ANY);
 }
 
 void tm_bpf_collector_counts(const tm_bpf_collector *c, struct tm_bpf_counts *counts)

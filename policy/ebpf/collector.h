@@ -22,10 +22,10 @@ typedef struct tm_bpf_attach_report {
 } tm_bpf_attach_report;
 
 /* Loads the programs for process `pid` and attaches them to `driver` (the libcuda.so.1 the
- * process uses, or will use). NULL with a one-line reason in `why` when nothing could be
- * loaded (no privileges, no BTF, no BPF in this kernel). */
-tm_bpf_collector *tm_bpf_collector_open(int pid, const char *driver, tm_bpf_attach_report *report, char *why,
-                                        size_t why_len);
+ * process uses, or will use); the touch probes only when `touch`. NULL with a one-line
+ * reason in `why` when nothing could be loaded (no privileges, no BTF, no BPF here). */
+tm_bpf_collector *tm_bpf_collector_open(int pid, const char *driver, bool touch, tm_bpf_attach_report *report,
+                                        char *why, size_t why_len);
 void tm_bpf_collector_close(tm_bpf_collector *collector);
 
 /* Calls `visit` for each chunk with the bytes read and written since the last drain
@@ -33,6 +33,12 @@ void tm_bpf_collector_close(tm_bpf_collector *collector);
 typedef void (*tm_bpf_chunk_visit)(uint64_t address, uint64_t reads, uint64_t writes, const char *kernel,
                                    void *arg);
 long tm_bpf_collector_drain(tm_bpf_collector *collector, tm_bpf_chunk_visit visit, void *arg);
+
+/* The same for launch attribution: bytes launches could reach per chunk, as reads. */
+long tm_bpf_collector_drain_launches(tm_bpf_collector *collector, tm_bpf_chunk_visit visit, void *arg);
+
+/* Tells the launch attribution an allocation's extent (from the target's stats region). */
+void tm_bpf_collector_know(tm_bpf_collector *collector, uint64_t address, uint64_t size);
 
 void tm_bpf_collector_counts(const tm_bpf_collector *collector, struct tm_bpf_counts *counts);
 

@@ -4,7 +4,10 @@
  *   usdt simcuda:touch             exact bytes read and written per 2 MiB chunk (ground truth
  *                                  on simcuda), and the first kernel that touched each chunk
  *   uprobes on the driver          launches, copies and allocations, counted; the extents of
- *                                  cuMemAlloc_v2 / cuMemAllocAsync allocations (uretprobes)
+ *                                  cuMemAlloc_v2 / cuMemAllocAsync allocations (uretprobes);
+ *                                  each cuLaunchKernel's pointer parameters that are the base
+ *                                  of a known allocation credit the chunks the launch can
+ *                                  reach (16 bytes per thread), as the in-process source does
  *   tracepoints syscalls:sys_enter_openat/read/pread64/mmap (+ sys_exit_openat for the fd)
  *                                  which files it reads and which byte ranges
  *   tracepoint filemap:mm_filemap_add_to_page_cache
@@ -131,11 +134,71 @@ int BPF_USDT(on_touch, __u64 address, __u64 bytes, int is_write, __u64 seq, cons
 
 /* ---------------------------------------------------------------- driver entry points */
 
+struct {
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, TM_BPF_CHUNKS_MAX);
+    __type(key, __u64);                 /* address >> TM_BPF_CHUNK_SHIFT */
+    __type(value, __u64);               /* bytes launches could reach, summed */
+} launch_chunks SEC(".maps");
+
+struct reach {
+    __u64 start, end;
+    __u64 per_chunk;                    /* bytes credited to each chunk */
+};
+
+static long credit_reach(__u32 i, void *arg)
+{
+    struct reach *r = arg;
+    __u64 index = (r->start >> TM_BPF_CHUNK_SHIFT) + i;
+    __u64 *bytes = bpf_map_lookup_elem(&launch_chunks, &index);
+    if (bytes) {
+        __sync_fetch_and_add(bytes, r->per_chunk);
+        return 0;
+    }
+    if (bpf_map_update_elem(&launch_chunks, &index, &r->per_chunk, BPF_NOEXIST) != 0) {
+        bytes = bpf_map_lookup_elem(&launch_chunks, &index);
+        if (!bytes) {
+            __sync_fetch_and_add(&counts.dropped, 1);
+            return 1;
+        }
+        __sync_fetch_and_add(bytes, r->per_chunk);
+    }
+    return 0;
+}
+
+/* cuLaunchKernel(f, gx, gy, gz, bx, by, bz, shared, stream, kernelParams, extra): the first
+ * six in registers, the rest on the stack above the return address (x86-64). */
 SEC("uprobe")
 int on_launch(struct pt_regs *ctx)
 {
-    if (is_target())
-        __sync_fetch_and_add(&counts.launches, 1);
+    if (!is_target())
+        return 0;
+    __sync_fetch_and_add(&counts.launches, 1);
+    __u64 sp = PT_REGS_SP(ctx), bz = 0, params = 0;
+    if (bpf_probe_read_user(&bz, sizeof bz, (const void *)(sp + 8)) ||
+        bpf_probe_read_user(&params, sizeof params, (const void *)(sp + 32)) || !params)
+        return 0;
+    __u64 threads = (PT_REGS_PARM2(ctx) & 0xffffffff) * (PT_REGS_PARM3(ctx) & 0xffffffff) *
+                    (PT_REGS_PARM4(ctx) & 0xffffffff) * (PT_REGS_PARM5(ctx) & 0xffffffff) *
+                    (ctx->r9 & 0xffffffff) /* the sixth argument */ * (bz & 0xffffffff);
+    for (int i = 0; i < TM_BPF_LAUNCH_PARAMS; i++) {
+        __u64 entry = 0, value = 0;
+        if (bpf_probe_read_user(&entry, sizeof entry, (const void *)(params + 8 * i)) || !entry ||
+            bpf_probe_read_user(&value, sizeof value, (const void *)entry))
+            break;
+        __u64 *size = bpf_map_lookup_elem(&allocations, &value);
+        if (!size || !*size)
+            continue;
+        __u64 reach = threads * TM_BPF_BYTES_PER_THREAD;
+        if (reach > *size)
+            reach = *size;
+        __u64 chunks = ((value + *size - 1) >> TM_BPF_CHUNK_SHIFT) - (value >> TM_BPF_CHUNK_SHIFT) + 1;
+        if (chunks > TM_BPF_RANGE_CHUNKS_MAX)
+            chunks = TM_BPF_RANGE_CHUNKS_MAX;
+        struct reach r = { .start = value, .end = value + *size, .per_chunk = reach / chunks };
+        __sync_fetch_and_add(&counts.launch_credits, 1);
+        bpf_loop((__u32)chunks, credit_reach, &r, 0);
+    }
     return 0;
 }
 

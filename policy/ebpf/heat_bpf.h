@@ -10,6 +10,8 @@
 #define TM_BPF_PATH_LEN 256
 #define TM_BPF_FILES_MAX 1024
 #define TM_BPF_ALLOCS_MAX 65536         /* allocations whose extent the uretprobes saw */
+#define TM_BPF_LAUNCH_PARAMS 16         /* kernel parameters read per launch */
+#define TM_BPF_BYTES_PER_THREAD 16      /* what a launch may reach per thread (as in-process) */
 
 /* Bytes the target touched in one chunk, summed since the collector attached. */
 struct tm_bpf_chunk {
@@ -36,6 +38,7 @@ struct tm_bpf_counts {
     unsigned long long touches;         /* simcuda:touch events */
     unsigned long long dropped;         /* chunk updates lost to a full map */
     unsigned long long page_cache_adds; /* filemap pages added for the target */
+    unsigned long long launch_credits;  /* launch parameters that were a known allocation */
 };
 
 #endif /* TM_POLICY_EBPF_HEAT_BPF_H */

@@ -16,7 +16,8 @@ check "model generated (32000 words, untied output)" test -s "$T/m.gguf"
 
 # watch_engine NAME TOKENS HALF-LIFE MARK [tiermem-heat options]: the engine under
 # libtiermem.so, watched by tiermem-heat (NAME.json, NAME.err); meanwhile STAT.json keeps the
-# last tiermem-stat view that contains MARK (the engine frees its memory at the end).
+# last tiermem-stat view that contains MARK and all 21 recorded allocations (the engine
+# frees its memory at the end).
 # Matrices of 256 KiB and more are chunked, and so recorded in the stats region.
 watch_engine() {
   local name=$1 tokens=$2 halflife=$3 mark=$4
@@ -28,7 +29,8 @@ watch_engine() {
     --kv-blocks 100 >'$T/$name.out' 2>'$T/$name.llm'" >"$T/$name.json" 2>"$T/$name.err" &
   local pid=$!
   while kill -0 "$pid" 2>/dev/null; do
-    "$STAT" --json "$T/stats" >"$T/s.tmp" 2>/dev/null && grep -q "$mark" "$T/s.tmp" && cp "$T/s.tmp" "$T/stat.json"
+    "$STAT" --json "$T/stats" >"$T/s.tmp" 2>/dev/null && grep -q "$mark" "$T/s.tmp" &&
+      [ "$(grep -c '"address"' "$T/s.tmp")" -ge 21 ] && cp "$T/s.tmp" "$T/stat.json"
     sleep 0.2
   done
   wait "$pid"
@@ -69,6 +71,26 @@ check "launch heat puts token_embd at least 10 times below every weight" \
   at_least "$coolest_weight" "$(awk -v e="$embd_launch" 'BEGIN { print e * 10 }')"
 check "the collector used under 1% of one core" \
   awk '/collector CPU/ { gsub(/[(%]/, "", $9); exit !($9 < 1.0) }' "$T/heat.err"
+
+# --- the eBPF launch attribution alone, against the touch probes' truth of the first run
+cp "$T/truth.txt" "$T/truth1.txt"
+watch_engine ebpf 1500 4s '"address"' --read-only --no-touch --halflife 4
+check "the touch probes were left alone" grep -q 'touch probes off' "$T/ebpf.err"
+check "launch parameters were attributed in BPF" test "$(jq .launch_credits "$T/ebpf.json")" -gt 1000
+jq -r '.allocations[] | select(.extent == "region") | "\(.size) \(.heat) \(.class) \(.kernel)"' "$T/ebpf.json" |
+  sort -k1,1n -k2,2g >"$T/ebpf.txt"
+# the two runs place allocations alike but not at the same addresses: pair them by size
+# and by rank within a size
+awk '{ print $5, $2, $3, $4 }' "$T/truth1.txt" | sort -k1,1n -k2,2g >"$T/truth_by_size.txt"
+paste -d' ' "$T/truth_by_size.txt" "$T/ebpf.txt" | awk '$1 == $5 { print $1, $2, $6, $3, $7, $4 }' >"$T/pairs.txt"
+n2=$(wc -l <"$T/pairs.txt")
+sed 's/^/# size usdt_heat ebpf_heat usdt_class ebpf_class kernel: /' "$T/pairs.txt"
+check "the allocations of both runs pair up ($n2)" test "$n2" -ge 16
+rho2=$(spearman "$T/pairs.txt")
+echo "# Spearman(ebpf launch attribution, touch probes) over $n2 allocations: $rho2"
+check "eBPF launch attribution and touch-probe rankings agree (Spearman $rho2 >= 0.9)" at_least "$rho2" 0.9
+check_eq "token_embd is cold by eBPF launch attribution" \
+  "$(awk '$6 == "tm_embed_f32" { print $5 }' "$T/pairs.txt")" cold
 
 # --- the collector writes its heat into the process's stats region
 watch_engine heat2 600 2s '"usdt'

@@ -10,7 +10,8 @@
  * (the libcuda.so.1 to probe; default: the one the target maps, or the one dlopen finds),
  * --halflife S (default TIERMEM_HEAT_HALFLIFE's default, 10 s), --top N, --stats PATH (the
  * target's stats region when TIERMEM_STATS moved it; default /dev/shm/tiermem.PID),
- * --read-only (never write heat into that region).
+ * --read-only (never write heat into that region), --no-touch (leave simcuda's touch probes
+ * alone: heat from the launch attribution in BPF only, as on a real driver).
  *
  * Sources: simcuda:touch (exact bytes per chunk), uprobes on the driver's launch, copy and
  * allocation entry points, syscall and filemap tracepoints (files read). Needs root or
@@ -47,7 +48,7 @@ typedef struct options {
     bool json;
     double duration, interval;
     const char *record, *driver, *stats;
-    bool read_only;
+    bool read_only, no_touch;
     uint64_t halflife_ns;
     int top;
 } options;
@@ -185,8 +186,9 @@ static void on_alloc(uint64_t address, uint64_t size, void *arg)
     tm_chunk_table_known(arg, address, size, TM_EXTENT_UPROBE);
 }
 
-/* Allocations of a target under libtiermem.so, from its stats region. */
-static void learn_extents(tm_chunk_table *table, int pid, const char *stats)
+/* Allocations of a target under libtiermem.so, from its stats region (the launch
+ * attribution in BPF learns them too). */
+static void learn_extents(tm_chunk_table *table, tm_bpf_collector *collector, int pid, const char *stats)
 {
     char path[4096], why[256];
     region_path(pid, stats, path, sizeof path);
@@ -194,8 +196,10 @@ static void learn_extents(tm_chunk_table *table, int pid, const char *stats)
     if (access(path, R_OK) != 0 || tm_stats_read(path, &s, why, sizeof why) != 0)
         return;
     for (size_t i = 0; i < s.record_count; i++)
-        if (s.records[i].address)
+        if (s.records[i].address) {
             tm_chunk_table_known(table, s.records[i].address, s.records[i].size, TM_EXTENT_REGION);
+            tm_bpf_collector_know(collector, s.records[i].address, s.records[i].size);
+        }
     tm_stats_snapshot_free(&s);
 }
 
@@ -268,10 +272,10 @@ static void print_json(tm_chunk_table *table, tm_bpf_collector *c, const tm_bpf_
     size_t count;
     tm_heat_alloc_view *v = tm_chunk_table_allocations(table, tick, &count);
     printf("{\"pid\":%d,\"sources\":{\"touch\":%s,\"driver\":%s,\"files\":%s},\"launches\":%llu,\"copies\":%llu,"
-           "\"allocs\":%llu,\"touches\":%llu,\"dropped\":%llu,\"page_cache_adds\":%llu,\"seconds\":%.3f,"
+           "\"allocs\":%llu,\"touches\":%llu,\"launch_credits\":%llu,\"dropped\":%llu,\"page_cache_adds\":%llu,\"seconds\":%.3f,"
            "\"collector_cpu_seconds\":%.3f,\n\"allocations\":[\n",
            pid, r->touch ? "true" : "false", r->driver ? "true" : "false", r->files ? "true" : "false", n.launches,
-           n.copies, n.allocs, n.touches, n.dropped, n.page_cache_adds, seconds, cpu);
+           n.copies, n.allocs, n.touches, n.launch_credits, n.dropped, n.page_cache_adds, seconds, cpu);
     for (size_t i = 0; v && i < count; i++) {
         printf("{\"address\":%llu,\"size\":%llu,\"extent\":\"%s\",\"heat\":%.6g,\"reads\":%.0f,\"writes\":%.0f,"
                "\"class\":\"%s\",\"kernel\":\"%s\",\"chunks\":[",
@@ -296,7 +300,7 @@ static void print_json(tm_chunk_table *table, tm_bpf_collector *c, const tm_bpf_
 static void usage(FILE *to)
 {
     fprintf(to, "usage: tiermem-heat [--json] [--duration S] [--interval S] [--record FILE] [--driver PATH]\n"
-                "                    [--halflife S] [--top N] [--stats PATH] [--read-only]\n"
+                "                    [--halflife S] [--top N] [--stats PATH] [--read-only] [--no-touch]\n"
                 "                    (--pid PID | -- COMMAND ARGS...)\n");
 }
 
@@ -318,11 +322,12 @@ static int parse_options(int argc, char **argv, options *o)
         { "record", required_argument, NULL, 'r' },   { "driver", required_argument, NULL, 'D' },
         { "halflife", required_argument, NULL, 'H' }, { "top", required_argument, NULL, 't' },
         { "stats", required_argument, NULL, 's' },    { "read-only", no_argument, NULL, 'R' },
+        { "no-touch", no_argument, NULL, 'N' },
         { "help", no_argument, NULL, 'h' },           { NULL, 0, NULL, 0 },
     };
     *o = (options){ .interval = 1.0, .halflife_ns = TM_HEAT_DEFAULT_HALFLIFE_NS, .top = 8 };
     double halflife;
-    for (int c; (c = getopt_long(argc, argv, "+p:jd:i:r:D:H:t:s:Rh", longs, NULL)) != -1;) {
+    for (int c; (c = getopt_long(argc, argv, "+p:jd:i:r:D:H:t:s:RNh", longs, NULL)) != -1;) {
         char *end;
         switch (c) {
         case 'p':
@@ -363,6 +368,7 @@ static int parse_options(int argc, char **argv, options *o)
         case 'D': o->driver = optarg; break;
         case 's': o->stats = optarg; break;
         case 'R': o->read_only = true; break;
+        case 'N': o->no_touch = true; break;
         case 'h': usage(stdout); exit(0);
         default: usage(stderr); return 1;
         }
@@ -415,7 +421,7 @@ int main(int argc, char **argv)
 
     tm_bpf_attach_report report;
     char why[512];
-    tm_bpf_collector *collector = tm_bpf_collector_open(pid, driver, &report, why, sizeof why);
+    tm_bpf_collector *collector = tm_bpf_collector_open(pid, driver, !o.no_touch, &report, why, sizeof why);
     if (!collector) {
         fprintf(stderr, "tiermem-heat: cannot use eBPF: %s; in-process heat (libtiermem.so, TIERMEM_HEAT=launch) "
                         "still works\n", why);
@@ -463,12 +469,16 @@ int main(int argc, char **argv)
         if (!exited || gate < 0) {
             if (!o.read_only)
                 open_writer(&writer, &writer_tried, table, pid, o.stats);
-            learn_extents(table, pid, o.stats);
+            learn_extents(table, collector, pid, o.stats);
         }
         tm_bpf_collector_allocations(collector, on_alloc, table);
         gather g = { .table = table, .tick = tm_chunk_table_tick(table, now_ns()) };
-        tm_bpf_collector_drain(collector, on_chunk, &g);
-        if (writer && report.touch)
+        /* exact bytes when the driver has touch probes; what launches could reach otherwise */
+        if (report.touch)
+            tm_bpf_collector_drain(collector, on_chunk, &g);
+        else
+            tm_bpf_collector_drain_launches(collector, on_chunk, &g);
+        if (writer)
             tm_region_writer_publish(writer, table, TM_HEAT_FROM_USDT);
         if (record)
             tm_chunk_table_record(table, record, (now_ns() - start) / 1000000, g.tick);
