@@ -77,10 +77,24 @@ check "the matrices' chunks are 10 times hotter than the embedding table's (medi
   awk -v e="$embed" -v m="$matrix" 'BEGIN { exit !(e >= 0 && m > 10 * e) }'
 
 # --- from the first call: extents learnt from the allocation return probes
-"$HEAT" --json --interval 0.25 -- sh -c "exec '$LLM' -m '$T/m.gguf' -p 'the quick brown fox' -n 30 --threads 1 \
-  --kv-blocks 100 >/dev/null 2>&1" >"$T/first.json" 2>"$T/first.err"
+"$HEAT" --json --interval 0.25 --record "$T/first.rec" -- sh -c "exec '$LLM' -m '$T/m.gguf' \
+  -p 'the quick brown fox' -n 30 --threads 1 --kv-blocks 100 >/dev/null 2>&1" >"$T/first.json" 2>"$T/first.err"
 check_eq "tiermem-heat -- COMMAND on a plain engine" "$?" 0
 check "the allocation probes saw the engine's allocations" test "$(jq .allocs "$T/first.json")" -gt 10
 check "token_embd's extent was learnt from them" \
   test "$(jq '[.allocations[] | select(.extent == "uprobe" and .size == 32768000)] | length' "$T/first.json")" -ge 1
+
+# --- the heat map of the record
+MAP=$TM_ROOT/tools/tiermem-heat/tiermem-heatmap
+check "--record wrote MILLISECONDS 0xCHUNK HEAT lines" grep -qE '^[0-9]+ 0x[0-9a-f]+ [0-9.e-]+$' "$T/first.rec"
+if command -v gnuplot >/dev/null; then
+  out=$("$MAP" "$T/first.rec" "$T/first.png" 2>&1)
+  check "tiermem-heatmap draws it" grep -q "^tiermem-heatmap: wrote $T/first.png" <<<"$out"
+  check_eq "as a PNG" "$(head -c 4 "$T/first.png" | tail -c 3)" PNG
+else
+  skip "tiermem-heatmap" "gnuplot is not installed"
+fi
+out=$("$MAP" "$T/first.json" "$T/bad.png" 2>&1); rc=$?
+check_eq "tiermem-heatmap refuses a file that is not a record: exit 2" "$rc" 2
+check "in one line" grep -q "is not a tiermem-heat --record file" <<<"$out"
 done_testing
