@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "policy/heat.h"
 #include "preload/backing.h"
 #include "preload/cuda_api.h"
 #include "preload/device.h"
@@ -22,6 +23,10 @@ typedef struct tm_alloc {
     int stats_slot;         /* its record in the stats region, or -1 */
     uint64_t id;            /* the buffer id pointer attributes report for chunked memory */
     tm_backing *backing;    /* chunked: the chunks; NULL for memory the driver made */
+    tm_heat_chunk *heat;    /* [heat_chunks] access heat per chunk; NULL without heat */
+    uint32_t heat_chunks;
+    uint32_t heat_chunk_shift; /* log2 of the heat chunk size */
+    int heat_lock;          /* held while a sample credits and publishes the chunks */
 } tm_alloc;
 
 /* How an allocation request is served. */
