@@ -49,11 +49,11 @@ static CUresult release(CUdeviceptr dptr, tm_wait wait, CUstream stream, bool *h
         *handled = tm_released_at_exit(dptr);
         return CUDA_SUCCESS;
     }
-    if (a->backing && wait != TM_WAIT_CONTEXT) {
+    if ((a->backing || a->baseline) && wait != TM_WAIT_CONTEXT) {
         tm_stream_free(a, stream, wait == TM_WAIT_STREAM_PTSZ);
         return CUDA_SUCCESS;
     }
-    if (a->backing) {
+    if (a->backing || a->baseline) {
         tm_free_chunked(a, wait, stream);
         return CUDA_SUCCESS;
     }
