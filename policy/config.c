@@ -142,7 +142,7 @@ static bool parse_stats(const char *value, tm_config *config)
 
 /* ---------------------------------------------------------------- the variables */
 
-#define SIZE_WORDS "a size in bytes with an optional K, M, G or T suffix (e.g. 24G)"
+#define SIZE_WORDS "a size in bytes with an optional K, M, G or T suffix (e.g. 24G, 24GB, 24GiB, 1.5G)"
 
 typedef struct variable {
     const char *name;

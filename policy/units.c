@@ -28,10 +28,30 @@ bool tm_parse_uint(const char *text, uint64_t max, uint64_t *value)
     return true;
 }
 
+/* A decimal fraction after the point: its digits as a numerator over 10^digits. */
+static bool parse_fraction(const char **cursor, uint64_t *numerator, uint64_t *denominator)
+{
+    *numerator = 0;
+    *denominator = 1;
+    if (**cursor != '.')
+        return true;
+    const char *p = *cursor + 1;
+    if (*p < '0' || *p > '9')
+        return false;
+    for (int digits = 0; *p >= '0' && *p <= '9'; p++, digits++) {
+        if (digits == 9)
+            return false; /* finer than a billionth: not a size anyone means */
+        *numerator = *numerator * 10 + (uint64_t)(*p - '0');
+        *denominator *= 10;
+    }
+    *cursor = p;
+    return true;
+}
+
 bool tm_parse_size(const char *text, uint64_t *bytes)
 {
-    uint64_t v;
-    if (!text || !parse_digits(&text, &v))
+    uint64_t v, numerator, denominator;
+    if (!text || !parse_digits(&text, &v) || !parse_fraction(&text, &numerator, &denominator))
         return false;
     unsigned shift = 0;
     switch (*text) {
@@ -42,11 +62,16 @@ bool tm_parse_size(const char *text, uint64_t *bytes)
     case 'T': case 't': shift = 40; text++; break;
     default: return false;
     }
-    if (*text != '\0')
+    /* 70G, 70GB and 70GiB are the same size: memory is counted in binary units */
+    if (shift && (strcmp(text, "B") == 0 || strcmp(text, "iB") == 0))
+        text += strlen(text);
+    if (*text != '\0' || (denominator > 1 && !shift))
         return false;
     if (shift && v > (UINT64_MAX >> shift))
         return false;
-    *bytes = v << shift;
+    uint64_t whole = v << shift, part = (numerator << shift) / denominator; /* numerator < 10^9 < 2^30 */
+    if (__builtin_add_overflow(whole, part, bytes))
+        return false;
     return true;
 }
 

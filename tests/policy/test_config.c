@@ -80,14 +80,21 @@ static void test_sizes_parse(void **state)
     assert_true(tm_parse_size("2T", &v)); assert_int_equal(v, 2ull << 40);
     assert_true(tm_parse_size("18446744073709551615", &v)); assert_true(v == UINT64_MAX);
     assert_true(tm_parse_size("16777215T", &v)); assert_true(v == 16777215ull << 40);
+    /* what people write: GB and GiB both mean binary units, and fractions of a unit */
+    assert_true(tm_parse_size("70GB", &v)); assert_true(v == 70ull << 30);
+    assert_true(tm_parse_size("70GiB", &v)); assert_true(v == 70ull << 30);
+    assert_true(tm_parse_size("1.5G", &v)); assert_true(v == 3ull << 29);
+    assert_true(tm_parse_size("0.25MiB", &v)); assert_int_equal(v, 256 << 10);
+    assert_true(tm_parse_size("1.1K", &v)); assert_int_equal(v, 1126); /* rounded down to a byte */
 }
 
 static void test_sizes_reject(void **state)
 {
     (void)state;
     static const char *const bad[] = {
-        "", "-1", "+5", " 5", "5 ", "1.5G", "G", "12Q", "5GB", "5KiB", "0x10", "1e9",
-        "18446744073709551616", "16777216T", "99999999999999999999K", "5G5", "--",
+        "", "-1", "+5", " 5", "5 ", "1.5", "1.G", ".5G", "1.0000000001G", "G", "12Q", "5Gb", "5iB", "5B",
+        "5GiBB", "5G B", "0x10", "1e9", "18446744073709551616", "16777216T", "16777216.5T",
+        "99999999999999999999K", "5G5", "--",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         uint64_t v = 77;
@@ -227,14 +234,14 @@ static const bad_case bad_cases[] = {
     { "TIERMEM_HBM_LIMIT", "12Q", "K, M, G or T suffix" },
     { "TIERMEM_HBM_LIMIT", "-1G", "K, M, G or T suffix" },
     { "TIERMEM_HBM_LIMIT", "99999999999T", "K, M, G or T suffix" },
-    { "TIERMEM_CXL_LIMIT", "1.5G", "K, M, G or T suffix" },
+    { "TIERMEM_CXL_LIMIT", "1.5", "K, M, G or T suffix" },
     { "TIERMEM_DDR_LIMIT", "lots", "K, M, G or T suffix" },
     { "TIERMEM_HBM_RESERVE", "5%", "K, M, G or T suffix" },
     { "TIERMEM_CXL_NODE", "-1", "NUMA node id from 0 to 1023" },
     { "TIERMEM_CXL_NODE", "1024", "NUMA node id from 0 to 1023" },
     { "TIERMEM_DDR_NODE", "node0", "NUMA node id from 0 to 1023" },
     { "TIERMEM_MIN_TIERED", "0", "at least 1 byte" },
-    { "TIERMEM_MIN_TIERED", "2MB", "at least 1 byte" },
+    { "TIERMEM_MIN_TIERED", "2MiBs", "at least 1 byte" },
     { "TIERMEM_TIER_ORDER", "hbm,hbm", "each at most once" },
     { "TIERMEM_TIER_ORDER", "hbm,,ddr", "each at most once" },
     { "TIERMEM_TIER_ORDER", "gpu,ddr", "each at most once" },

@@ -98,7 +98,7 @@ check "without TIERMEM_STATS=off the region is announced at info" \
 # ---------------------------------------------------------------- bad values
 long=$(printf '/x%.0s' $(seq 700))
 bad=(
-  "TIERMEM_DISABLE=2" "TIERMEM_HBM_LIMIT=12Q" "TIERMEM_CXL_LIMIT=-1" "TIERMEM_DDR_LIMIT=1.5G"
+  "TIERMEM_DISABLE=2" "TIERMEM_HBM_LIMIT=12Q" "TIERMEM_CXL_LIMIT=-1" "TIERMEM_DDR_LIMIT=1.5"
   "TIERMEM_HBM_RESERVE=lots" "TIERMEM_CXL_NODE=2000" "TIERMEM_DDR_NODE=x" "TIERMEM_MIN_TIERED=0"
   "TIERMEM_TIER_ORDER=hbm,gpu" "TIERMEM_POLICY=heat" "TIERMEM_RULES=size>1G=cxl" "TIERMEM_MEMINFO=both"
   "TIERMEM_LOG=loud" "TIERMEM_LOG_FILE=$long" "TIERMEM_STATS=$long" "TIERMEM_DRIVER=$long"
