@@ -27,18 +27,27 @@ CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
     return result;
 }
 
-/* The primary context of `dev`, if it is known to be the tiered device's. */
-static CUcontext known_primary(CUdevice dev)
-{
-    tm_device *device = tm_device_ready();
-    return device && device->ordinal == dev ? device->primary_ctx : NULL;
-}
-
 static bool primary_active(CUdevice dev)
 {
     unsigned int flags;
     int active = 1;
     return tm_real.cuDevicePrimaryCtxGetState(dev, &flags, &active) != CUDA_SUCCESS || active;
+}
+
+/* The primary context of `dev`, if it is the tiered device's. A runtime retains it before
+ * the first allocation sets the device up, so it may not have been seen: then the driver
+ * is asked (a retain and release of an active context changes nothing). */
+static CUcontext known_primary(CUdevice dev)
+{
+    tm_device *device = tm_device_ready();
+    if (!device || device->ordinal != dev)
+        return NULL;
+    CUcontext primary = __atomic_load_n(&device->primary_ctx, __ATOMIC_ACQUIRE);
+    if (!primary && primary_active(dev) && tm_real.cuDevicePrimaryCtxRetain(&primary, dev) == CUDA_SUCCESS) {
+        tm_real.cuDevicePrimaryCtxRelease_v2(dev);
+        __atomic_store_n(&device->primary_ctx, primary, __ATOMIC_RELEASE);
+    }
+    return primary;
 }
 
 CUresult CUDAAPI cuDevicePrimaryCtxRelease_v2(CUdevice dev)

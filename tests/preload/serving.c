@@ -13,6 +13,8 @@
  *                              writes it through a stream-ordered allocation made before the
  *                              capture into a target, and frees both; launched once, every
  *                              byte of the target is checked
+ *   serving reset SIZE         twice: allocate SIZE and write it, print "round I free F",
+ *                              reset the primary context without freeing (cudaDeviceReset)
  *
  * Sizes take K/M/G suffixes. Exit status: 0 fine, 2 an allocation failed, 3 another driver
  * call failed, 4 wrong answers, 1 bad arguments. */
@@ -171,6 +173,27 @@ static int run_capture(size_t size)
     return 0;
 }
 
+/* ---------------------------------------------------------------- reset */
+
+static int run_reset(size_t size)
+{
+    CUcontext ctx = probe_init();
+    CUdevice device;
+    CHECK(cuCtxGetDevice(&device));
+    for (int round = 1; round <= 2; round++) {
+        CUdeviceptr p;
+        if (cuMemAlloc(&p, size) != CUDA_SUCCESS)
+            return 2;
+        CHECK(cuMemsetD8(p, (unsigned char)round, size));
+        printf("round %d free %zu\n", round, free_now());
+        /* cudaDeviceReset: the primary context goes with everything in it, unfreed */
+        CHECK(cuDevicePrimaryCtxReset(device));
+        CHECK(cuDevicePrimaryCtxRetain(&ctx, device));
+        CHECK(cuCtxSetCurrent(ctx));
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IONBF, 0);
@@ -180,6 +203,8 @@ int main(int argc, char **argv)
         return run_freeasync(probe_parse_size(argv[2]));
     if (argc == 3 && strcmp(argv[1], "capture") == 0)
         return run_capture(probe_parse_size(argv[2]));
-    fprintf(stderr, "usage: serving grow SIZE COUNT | freeasync SIZE | capture SIZE\n");
+    if (argc == 3 && strcmp(argv[1], "reset") == 0)
+        return run_reset(probe_parse_size(argv[2]));
+    fprintf(stderr, "usage: serving grow SIZE COUNT | freeasync SIZE | capture SIZE | reset SIZE\n");
     return 1;
 }

@@ -46,4 +46,15 @@ for async in 0 1; do
   check_eq "SIMCUDA_ASYNC=$async: under the interposer the capture stays valid and every byte lands" "$rc" 0
   check "SIMCUDA_ASYNC=$async: the graph ran" grep -q '^graph ran: every captured write landed' <<<"$out"
 done
+# ---------------------------------------------------------------- context reset
+# cudaDeviceReset after the runtime retained the primary context before the first
+# allocation: the reset must release tiermem's memory and its counts, or the second round
+# is counted on top of the first.
+out=$(under_tiermem "${SIM[@]}" TIERMEM_STATS="$SCRATCH/reset" -- "$SERVING" reset 64M 2>&1); rc=$?
+check_eq "two rounds of allocate and reset run" "$rc" 0
+check_eq "after the reset, the same allocation leaves the same free memory" \
+  "$(sed -n 's/^round 2 free //p' <<<"$out")" "$(sed -n 's/^round 1 free //p' <<<"$out")"
+json=$("$TIERMEM_STAT" --json "$SCRATCH/reset")
+check_eq "the reset released the chunks: nothing in use, one round's peak" \
+  "$(json_tier_sum "$json" used) $(json_tier "$json" hbm peak)" "0 $((64 * MIB))"
 done_testing
