@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # tiermem-stat trusts nothing in a region: crafted text is escaped, counts are bounded,
 # truncation (even while it reads) is an error line rather than a crash, FIFOs and
-# symlinks are refused, a PID's region must belong to that process's user, and --gc
-# removes only the leftovers of processes that are gone.
+# symlinks are refused, a PID's region must belong to that process's user, no argument
+# lists every live process, and --gc removes only the leftovers of processes that are gone.
 source "$(dirname "$0")/../lib/tap.sh"
 source "$(dirname "$0")/preload_lib.sh"
 SIM=(SIMCUDA_MEM=256M SIMCUDA_NUMA_NODES=0,1)
@@ -92,6 +92,20 @@ if start_held "${SIM[@]}" -- "$PROBE" pieces 8M 4M; then
 else
   check "the held program started" false
 fi
+# ---------------------------------------------------------------- no argument: every live process
+if start_held "${SIM[@]}" -- "$PROBE" pieces 8M 4M; then
+  out=$("$TIERMEM_STAT" 2>&1); rc=$?
+  check_eq "with no argument it lists live processes (exit status 0)" "$rc" 0
+  check "a header line names the columns" grep -q '^ *PID  DEVICE  HBM USED/LIMIT' <<<"$out"
+  check "the held process has its line: pid, device 0, hbm usage, two chunked allocations" \
+    grep -Eq "^ *$HELD_PID +0 +[0-9.]+ MiB/[0-9.]+ [MG]iB .* 2  size$" <<<"$out"
+  release_held
+  check "once it exited, it is no longer listed" lacks "^ *$HELD_PID " "$("$TIERMEM_STAT" 2>&1)"
+else
+  release_held
+  check "the held program started" false
+fi
+
 echo "not a region" >"$SCRATCH/plain"
 dead=$(sh -c 'echo $$')
 cp "$SCRATCH/plain" "/dev/shm/tiermem.$dead"

@@ -15,8 +15,7 @@
 
 #include "tools/tiermem-stat/stats_read.h"
 
-/* The pid in a name "tiermem.<pid>", or 0. */
-static pid_t pid_of_name(const char *name)
+pid_t tm_stats_pid_of_name(const char *name)
 {
     if (strncmp(name, "tiermem.", 8) != 0 || name[8] < '1' || name[8] > '9')
         return 0;
@@ -52,7 +51,7 @@ int tm_stats_gc(const char *dir)
     }
     int removed = 0;
     for (struct dirent *e; (e = readdir(d));) {
-        pid_t pid = pid_of_name(e->d_name);
+        pid_t pid = tm_stats_pid_of_name(e->d_name);
         char path[4096];
         if (!pid)
             continue;

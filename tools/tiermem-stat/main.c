@@ -2,6 +2,7 @@
  *
  *   tiermem-stat [--json] [--heat] [--watch] [--interval SECONDS] [--count N] PID|PATH
  *   tiermem-stat --gc
+ *   tiermem-stat
  *
  * PID reads /dev/shm/tiermem.PID; a PATH reads a region kept with TIERMEM_STATS=PATH.
  * The table shows each tier (limit, bytes in use, peak, chunks), the allocation counts,
@@ -11,6 +12,7 @@
  * first. --watch reprints every interval (default 1 s) until the process exits;
  * --count stops after N prints. A PID's region must belong to the user the process runs
  * as. --gc removes the regions of processes that are gone (killed before they could).
+ * With no argument, every live process under libtiermem.so gets one line.
  * Exit status: 0, 1 bad arguments, 2 no readable region. */
 #include <errno.h>
 #include <getopt.h>
@@ -23,6 +25,7 @@
 
 #include "policy/units.h"
 #include "tools/tiermem-stat/gc.h"
+#include "tools/tiermem-stat/list.h"
 #include "tools/tiermem-stat/stats_read.h"
 
 static const char *path_name(uint32_t path)
@@ -199,7 +202,8 @@ static void print_json(const tm_stats_snapshot *s, const char *path, const size_
 static void usage(FILE *to)
 {
     fprintf(to, "usage: tiermem-stat [--json] [--heat] [--watch] [--interval SECONDS] [--count N] PID|PATH\n"
-                "       tiermem-stat --gc\n");
+                "       tiermem-stat --gc\n"
+                "       tiermem-stat            (every live process under libtiermem.so)\n");
 }
 
 static bool all_digits(const char *s)
@@ -250,6 +254,10 @@ int main(int argc, char **argv)
     }
     if (gc && optind == argc) {
         printf("tiermem-stat: %d regions removed\n", tm_stats_gc("/dev/shm"));
+        return 0;
+    }
+    if (!gc && !json && !watch && !by_heat && count < 0 && optind == argc) {
+        tm_stats_list("/dev/shm");
         return 0;
     }
     if (gc || optind != argc - 1) {
