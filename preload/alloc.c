@@ -11,6 +11,7 @@
 #include "preload/driver.h"
 #include "preload/heat.h"
 #include "preload/log.h"
+#include "preload/spill_note.h"
 #include "preload/managed.h"
 #include "preload/stats.h"
 
@@ -174,6 +175,7 @@ bool tm_alloc_chunked(tm_device *device, CUcontext ctx, uint64_t bytes, uint32_t
                      (unsigned long long)backing->base, (unsigned long long)bytes,
                      (unsigned long long)plan.chunks, (unsigned long long)plan.per_tier[TM_TIER_HBM],
                      (unsigned long long)plan.per_tier[TM_TIER_CXL], (unsigned long long)plan.per_tier[TM_TIER_DDR]);
+            tm_note_spill(bytes, plan.per_tier, plan.chunk_size);
             *dptr = backing->base;
             *result = CUDA_SUCCESS;
             return true;

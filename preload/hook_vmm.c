@@ -10,6 +10,7 @@
 #include "preload/device.h"
 #include "preload/hook.h"
 #include "preload/log.h"
+#include "preload/spill_note.h"
 #include "preload/vmm_handles.h"
 
 static void charge(const tm_device *device, tm_tier_id tier, uint64_t bytes, int sign)
@@ -64,6 +65,9 @@ CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, 
                 charge(device, tier, size, -1);
             }
             tm_stat_add(alloc_total, 1);
+            uint64_t per_tier[TM_TIER_COUNT] = { 0 };
+            per_tier[tier] = size / device->policy.chunk_size;
+            tm_note_spill(size, per_tier, device->policy.chunk_size);
             if (tier != TM_TIER_HBM)
                 tm_debug("cuMemCreate of %zu bytes at the device placed in %s (node %d)", size, tm_tier_name(tier),
                          placed.location.id);

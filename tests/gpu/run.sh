@@ -16,6 +16,9 @@
 #   4. tests/gpu/conformance.sh, when it exists (with --sim: its build only)
 #   5. tiermem-llm on stories260K, greedy, --kv-dtype f32: the reference prompt ids,
 #      32 generated ids, text and first-step logits of ../shared/models/README.md
+#   6. under libtiermem.so on the same driver: tiermem-llm gives the same ids with every
+#      allocation chunked, and the preload test programs that need no test kernel
+#      (stream-ordered free, CUDA graph capture, context reset, memory info) pass
 #
 # Environment: O (build folder, default build), NVCC (default: $CUDA_HOME/bin/nvcc or
 # nvcc on PATH), TM_SHARED (folder holding models/, default ../shared beside the
@@ -156,6 +159,7 @@ fi
 # --------------------------------------------------------------------------------------
 step "5. tiermem-llm on stories260K (greedy, --kv-dtype f32)"
 LLM=$B/bin/tiermem-llm
+want="432 383 286 261 376 298 315 421 395 317 426 338 401 396 267 337 410 408 419 292 411 322 265 282 295 433 426 385 328 432 358 394"
 MODEL=$TM_SHARED/models/stories260K.gguf
 # A machine that gets only a copy of the repository may hold the models in shared/ inside it.
 [ -f "$MODEL" ] || [ ! -f "$ROOT/shared/models/stories260K.gguf" ] || MODEL=$ROOT/shared/models/stories260K.gguf
@@ -191,7 +195,6 @@ else
     got=$(sed -n 's/^tiermem-llm: seq 0 prompt ids: //p' "$LOGS/llm-f32.err")
     [ "$got" = "1 403 407 261 378" ] && pass "prompt ids 1 403 407 261 378" \
       || fail "prompt ids: got '$got', want '1 403 407 261 378'"
-    want="432 383 286 261 376 298 315 421 395 317 426 338 401 396 267 337 410 408 419 292 411 322 265 282 295 433 426 385 328 432 358 394"
     got=$(sed -n 's/^tiermem-llm: seq 0 generated ids: //p' "$LOGS/llm-f32.err")
     [ "$got" = "$want" ] && pass "32 generated ids equal the reference" \
       || { fail "generated ids differ from the reference"; echo "#   got:  $got"; echo "#   want: $want"; }
@@ -244,6 +247,62 @@ if [ "$SIM" = 1 ] && [ -x "$LLM" ] && [ -f "$MODEL" ] && [ -f "$EMU" ]; then
     fail "emulated CUDA kernels: exit status $rc, ids '$got', want '432 383 286 261 376 298 315 421'"
     show_log "$LOGS/llm-emu.err" 10
   fi
+fi
+
+# --------------------------------------------------------------------------------------
+step "6. under libtiermem.so"
+LIBTM=$B/lib/libtiermem.so
+SERVING=$B/tests/preload/serving
+make -j"$JOBS" O="$O" NVCC="${NVCC:-/nonexistent/nvcc}" CUDA_HOME="$CUDA_HOME_USED" EXTRA_CFLAGS="$WNOERR" \
+  "$LIBTM" "$SERVING" "$B/tests/preload/probe" >"$LOGS/preload-build.log" 2>&1 || show_log "$LOGS/preload-build.log" 15
+# The test programs carry a RUNPATH to simcuda: on a GPU, LD_LIBRARY_PATH (searched first)
+# points them, and the interposer, at the real driver.
+if [ "$SIM" = 1 ]; then
+  DRIVER_DIR=$B/lib/simcuda
+else
+  DRIVER_DIR=$(ldconfig -p 2>/dev/null | sed -n 's|.*libcuda\.so\.1 (libc6[^)]*) => \(.*\)/libcuda\.so\.1$|\1|p' | head -n 1)
+fi
+under_tm() { LD_LIBRARY_PATH=$DRIVER_DIR SIMCUDA_ASYNC=1 LD_PRELOAD=$LIBTM timeout 120 "$@"; }
+if [ ! -f "$LIBTM" ] || [ ! -x "$SERVING" ]; then
+  fail "libtiermem.so and the preload test programs were not built (see $O/gpu-logs/preload-build.log)"
+elif [ -z "$DRIVER_DIR" ]; then
+  fail "the real libcuda.so.1 is not in the dynamic linker's cache (ldconfig -p)"
+else
+  if [ -x "$LLM" ] && [ -f "$MODEL" ]; then
+    # every allocation from 1 byte up chunked: the engine's buffers all go through the VMM path
+    TIERMEM_MIN_TIERED=1 TIERMEM_LOG=info under_tm "$LLM" -m "$MODEL" -p "Once upon a time" -n 32 \
+      --kv-dtype f32 -v >"$LOGS/llm-tiermem.out" 2>"$LOGS/llm-tiermem.err"
+    rc=$?
+    grep -E '^tiermem(-llm: summary|: )' "$LOGS/llm-tiermem.err" | head -n 8 | indent
+    got=$(sed -n 's/^tiermem-llm: seq 0 generated ids: //p' "$LOGS/llm-tiermem.err")
+    if [ "$rc" -eq 0 ] && [ "$got" = "$want" ] && grep -q '^tiermem: ' "$LOGS/llm-tiermem.err"; then
+      pass "tiermem-llm under libtiermem.so: the 32 reference ids, with the interposer's start-up line"
+    else
+      fail "tiermem-llm under libtiermem.so: exit status $rc, ids '$got'"; show_log "$LOGS/llm-tiermem.err" 15
+    fi
+  else
+    skip "tiermem-llm under libtiermem.so" "the engine or the model is missing (step 5)"
+  fi
+  run_preload() {
+    local what=$1 expect=$2 log=$LOGS/preload-$3.log; shift 3
+    under_tm "$@" >"$log" 2>&1
+    local rc=$?
+    if [ "$rc" -eq 0 ] && grep -q -- "$expect" "$log"; then pass "$what"
+    else fail "$what (exit status $rc)"; show_log "$log" 10; fi
+  }
+  run_preload "cuMemFreeAsync of chunked memory does not wait for the stream" \
+    '^free returned while the stream was held' freeasync "$SERVING" freeasync 64M
+  run_preload "a CUDA graph captured over chunked memory runs and every byte lands" \
+    '^graph ran: every captured write landed' capture "$SERVING" capture 8M
+  run_preload "a primary-context reset releases chunked memory" '^round 2 free' reset "$SERVING" reset 64M
+  log=$LOGS/preload-reset.log
+  if [ "$(sed -n 's/^round 1 free //p' "$log")" = "$(sed -n 's/^round 2 free //p' "$log")" ]; then
+    pass "after the reset the same allocation leaves the same free memory"
+  else
+    fail "free memory after the reset differs: $(grep '^round' "$log" | tr '\n' ' ')"
+  fi
+  run_preload "cuMemGetInfo and cuDeviceTotalMem around chunked allocations" '^info ' meminfo \
+    "$B/tests/preload/probe" meminfo 64M 256M
 fi
 
 echo

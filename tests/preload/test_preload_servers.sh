@@ -21,6 +21,8 @@ for i in 1 2 3 4; do free+=("$(sed -n "s/^grow $i free //p" <<<"$out")"); done
 unmapped=$(sed -n 's/^unmapped free //p' <<<"$out")
 check_eq "cuMemGetInfo counts the mapped grow in hbm until it is unmapped" "$((unmapped - free[0]))" "$((48 * MIB))"
 check_eq "the grows that spilled leave hbm's free memory as it was" "${free[3]}" "${free[0]}"
+check_eq "the first spill of the run is one warning line saying where it went and how to see more" \
+  "$(grep -c '^tiermem: warning: HBM is full: an allocation of 48 MiB spilled 48 MiB to cxl and 0 B to ddr (later ones are not logged; `tiermem-stat [0-9]*` shows where everything lives' <<<"$out") $(grep -c 'HBM is full' <<<"$out")" "1 1"
 check "unmapping ends the charge: nothing in use at exit" \
   test "$(json_tier_sum "$json" used) $(json_value "$json" free_total)" = "0 4"
 
