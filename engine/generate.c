@@ -1,6 +1,7 @@
 /* generate.c — prefill, batched decode, streaming, and the per-run statistics. */
 #include "engine/error.h"
 #include "engine/generate.h"
+#include "engine/step.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -37,11 +38,9 @@ int generate_tokenize(const tokenizer *tok, char **prompts, int32_t n_prompts, i
  * One sequence's state */
 
 typedef struct sequence {
-    kv_sequence kv;
+    step_seq st;            /* prompt, KV blocks, the id fed next */
     int32_t *out;           /* [n_predict] generated ids */
     int32_t n_out;
-    int32_t last;           /* the id to feed next (the prompt's last at first) */
-    bool done;
     char *text;             /* generated text (for printing under the prompt) */
     size_t text_len, text_cap;
 } sequence;
@@ -79,18 +78,18 @@ static void dump_logits(FILE *f, int step, int seq, const float *logits, int32_t
 static int take_token(sequence *s, const tokenizer *tok, const generate_options *opt, int32_t id)
 {
     if (id == tok->eos_id) {
-        s->done = true;
+        s->st.done = true;
         return 0;
     }
-    if (append_piece(s, tok, s->last, id, opt->stream)) return -1;
+    if (append_piece(s, tok, s->st.next, id, opt->stream)) return -1;
     s->out[s->n_out++] = id;
-    s->last = id;
-    if (s->n_out >= opt->n_predict) s->done = true;
+    s->st.next = id;
+    if (s->n_out >= opt->n_predict) s->st.done = true;
     return 0;
 }
 
 /* ----------------------------------------------------------------------------
- * The run */
+ * The run: the first step prefills every prompt in full, the next ones decode */
 
 int generate_run(tm_model *m, const tokenizer *tok, const generate_options *opt, int32_t *const *prompt_ids,
                  const int32_t *n_prompt_ids, generate_stats *stats)
@@ -98,63 +97,51 @@ int generate_run(tm_model *m, const tokenizer *tok, const generate_options *opt,
     memset(stats, 0, sizeof *stats);
     int32_t n = opt->n_prompts, vocab = m->cfg.vocab;
     sequence *seqs = calloc((size_t)n, sizeof *seqs);
-    kv_sequence **batch = calloc((size_t)n, sizeof *batch);
-    int *batch_ids = calloc((size_t)n, sizeof *batch_ids);
-    int32_t *batch_tokens = calloc((size_t)n, sizeof *batch_tokens);
-    float *logits = malloc((size_t)n * vocab * sizeof *logits);
+    step_seq **all = calloc((size_t)n, sizeof *all);
+    step_output so = {0};
     sampler smp = {0};
     int rc = -1;
-    if (!seqs || !batch || !batch_ids || !batch_tokens || !logits ||
+    if (!seqs || !all || step_output_init(&so, n, vocab) ||
         sampler_init(&smp, vocab, opt->temperature, opt->top_k, opt->top_p, opt->seed)) {
         tm_fail(m->err, sizeof m->err, "out of host memory");
         goto out;
     }
     for (int32_t i = 0; i < n; i++) {
         seqs[i].out = calloc((size_t)opt->n_predict + 1, sizeof *seqs[i].out);
-        if (!seqs[i].out || kv_sequence_init(&seqs[i].kv, m->max_positions, m->kv.layout.block_size)) {
+        if (!seqs[i].out || step_seq_init(&seqs[i].st, m, prompt_ids[i], n_prompt_ids[i], i)) {
             tm_fail(m->err, sizeof m->err, "out of host memory");
             goto out;
         }
-        seqs[i].done = opt->n_predict == 0;
-        seqs[i].last = prompt_ids[i][n_prompt_ids[i] - 1];
+        seqs[i].st.done = opt->n_predict == 0;
+        all[i] = &seqs[i].st;
     }
     if (opt->stream && n == 1) {
         fputs(opt->prompts[0], stdout);
         fflush(stdout);
     }
 
-    /* prefill each prompt; its last logits give the first token */
     double t0 = now();
-    for (int32_t i = 0; i < n; i++) {
-        if (model_prefill(m, &seqs[i].kv, i, prompt_ids[i], n_prompt_ids[i], logits)) goto out;
-        stats->prompt_tokens += n_prompt_ids[i];
-        dump_logits(opt->dump_logits, 0, i, logits, vocab);
-        if (!seqs[i].done && take_token(&seqs[i], tok, opt, sampler_pick(&smp, logits))) goto out;
-    }
-    stats->prefill_seconds = now() - t0;
-
-    /* decode: one step feeds every unfinished sequence's last token */
-    t0 = now();
-    for (int step = 1;; step++) {
-        int32_t active = 0;
+    for (int step = 0;; step++) {
+        bool active = step == 0;
         for (int32_t i = 0; i < n; i++) {
-            if (seqs[i].done) {
-                kv_sequence_release(&m->kv, &seqs[i].kv); /* its blocks serve the others */
-                continue;
-            }
-            batch[active] = &seqs[i].kv;
-            batch_ids[active] = i;
-            batch_tokens[active++] = seqs[i].last;
+            if (seqs[i].st.done) kv_sequence_release(&m->kv, &seqs[i].st.kv); /* its blocks serve the others */
+            else active = true;
         }
-        if (active == 0) break;
-        if (model_decode(m, batch, batch_ids, batch_tokens, active, logits)) goto out;
-        for (int32_t a = 0; a < active; a++) {
-            sequence *s = &seqs[batch_ids[a]];
-            const float *row = logits + (size_t)a * vocab;
-            dump_logits(opt->dump_logits, step, batch_ids[a], row, vocab);
+        if (!active) break;
+        if (step_run(m, all, n, INT32_MAX, &so)) goto out;
+        for (int32_t r = 0; r < so.n; r++) {
+            sequence *s = &seqs[so.seqs[r]->id];
+            const float *row = so.logits + (size_t)r * vocab;
+            dump_logits(opt->dump_logits, step, so.seqs[r]->id, row, vocab);
+            if (s->st.done) continue;
             int32_t before = s->n_out;
             if (take_token(s, tok, opt, sampler_pick(&smp, row))) goto out;
-            stats->decode_tokens += s->n_out - before;
+            if (!so.from_prefill[r]) stats->decode_tokens += s->n_out - before;
+        }
+        stats->prompt_tokens += so.prefill_tokens;
+        if (step == 0) {
+            stats->prefill_seconds = now() - t0;
+            t0 = now();
         }
     }
     stats->decode_seconds = now() - t0;
@@ -178,16 +165,13 @@ int generate_run(tm_model *m, const tokenizer *tok, const generate_options *opt,
     rc = 0;
 out:
     for (int32_t i = 0; seqs && i < n; i++) {
-        kv_sequence_release(&m->kv, &seqs[i].kv);
-        kv_sequence_free(&seqs[i].kv);
+        step_seq_free(&seqs[i].st, &m->kv);
         free(seqs[i].out);
         free(seqs[i].text);
     }
     sampler_free(&smp);
+    step_output_free(&so);
     free(seqs);
-    free(batch);
-    free(batch_ids);
-    free(batch_tokens);
-    free(logits);
+    free(all);
     return rc;
 }

@@ -5,8 +5,8 @@
 # kernels/module.mk, named literally because that fragment is read after this one.
 
 ENGINE_LIB_SRCS := engine/error.c engine/gguf.c engine/tokenizer.c engine/tokenizer_spm.c engine/tokenizer_bpe.c \
-                   engine/model_config.c engine/weights.c engine/driver.c engine/kv_cache.c \
-                   engine/model.c engine/forward.c engine/sampler.c engine/generate.c
+                   engine/model_config.c engine/weights.c engine/driver.c engine/kv_cache.c engine/kv_prefix.c \
+                   engine/model.c engine/forward.c engine/sampler.c engine/step.c engine/generate.c
 ENGINE_LIB_OBJS := $(ENGINE_LIB_SRCS:%.c=$(O)/obj/%.o)
 ENGINE_FATBIN_OBJ := $(O)/obj/kernels/fatbin_embed.o
 
