@@ -196,6 +196,9 @@ static enum MHD_Result completion(server *srv, struct MHD_Connection *c, const b
     pthread_cond_init(&r->cond, &ca);
     pthread_condattr_destroy(&ca);
     r->refs = 1;
+    pthread_mutex_lock(&srv->lock);
+    srv->n_live++;
+    pthread_mutex_unlock(&srv->lock);
     char msg[512];
     const char *param;
     int status = serve_parse_request(srv, b->data ? b->data : "", b->len, chat, r, msg, sizeof msg, &param);
@@ -245,9 +248,12 @@ static enum MHD_Result completion(server *srv, struct MHD_Connection *c, const b
         }
     }
     char *json = serve_result_json(srv, r);
-    serve_request_put(srv, r);
     pthread_mutex_unlock(&srv->lock);
-    return respond(c, MHD_HTTP_OK, "application/json", json);
+    enum MHD_Result ok = respond(c, MHD_HTTP_OK, "application/json", json);
+    pthread_mutex_lock(&srv->lock);
+    serve_request_put(srv, r); /* after the response is queued: a drain waits for it */
+    pthread_mutex_unlock(&srv->lock);
+    return ok;
 }
 
 /* ----------------------------------------------------------------------------

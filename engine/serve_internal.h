@@ -60,6 +60,7 @@ typedef struct server {
     serve_request **running;        /* [max_batch] */
     int32_t n_running;
     bool draining;                  /* SIGTERM: no new requests */
+    int32_t n_live;                 /* requests not yet freed (responses still being sent) */
     int64_t next_id;
     serve_metrics metrics;
     struct MHD_Daemon *daemon;

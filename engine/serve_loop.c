@@ -39,6 +39,8 @@ static void deadline_in(struct timespec *ts, double seconds)
 void serve_request_put(server *srv, serve_request *r)
 {
     if (--r->refs > 0) return;
+    srv->n_live--;
+    pthread_cond_signal(&srv->wake);
     step_seq_free(&r->seq, &srv->m->kv);
     sampler_free(&r->smp);
     for (int32_t i = 0; i < r->n_stop; i++) free(r->stop[i]);
@@ -215,6 +217,7 @@ static void refresh_gauges(server *srv, int32_t batch)
     mt->queued = srv->n_queued;
     mt->running = srv->n_running;
     mt->batch = batch;
+    if (batch > mt->batch_peak) mt->batch_peak = batch;
     mt->kv_total = srv->m->kv.layout.n_blocks;
     mt->kv_free = srv->m->kv.n_free;
     mt->kv_used = mt->kv_total - mt->kv_free - ps.idle;
@@ -288,6 +291,12 @@ static int engine_loop(server *srv)
         q->finish = "abort";
         q->done = true;
         pthread_cond_broadcast(&q->cond);
+    }
+    /* the last events of finished streams are still on their way: let them go out */
+    for (double until = now() + 10; srv->n_live > 0 && now() < until;) {
+        struct timespec ts;
+        deadline_in(&ts, 0.1);
+        pthread_cond_timedwait(&srv->wake, &srv->lock, &ts);
     }
     pthread_mutex_unlock(&srv->lock);
     step_output_free(&so);

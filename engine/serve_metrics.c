@@ -78,6 +78,7 @@ char *serve_metrics_text(const serve_metrics *m)
     metric(&t, "queue_depth", "gauge", "Requests waiting for a place in the batch.", (double)m->queued);
     metric(&t, "running_requests", "gauge", "Requests in the batch.", (double)m->running);
     metric(&t, "batch_size", "gauge", "Sequences in the last step.", (double)m->batch);
+    metric(&t, "batch_size_max", "gauge", "The most sequences in one step since the start.", (double)m->batch_peak);
     metric(&t, "kv_blocks_total", "gauge", "Blocks in the KV pool.", (double)m->kv_total);
     metric(&t, "kv_blocks_used", "gauge", "KV blocks held by running requests.", (double)m->kv_used);
     metric(&t, "kv_blocks_free", "gauge", "KV blocks holding nothing.", (double)m->kv_free);

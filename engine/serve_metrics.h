@@ -19,6 +19,7 @@ typedef struct serve_metrics {
     uint64_t prompt_tokens, cached_prompt_tokens, generated_tokens, steps;
     /* gauges, refreshed by the engine loop after each step */
     int64_t queued, running, batch;         /* batch: sequences in the last step */
+    int64_t batch_peak;                     /* the most sequences in one step */
     int64_t kv_total, kv_used, kv_free, kv_cached, kv_evictions;
     serve_histogram ttft, itl;              /* time to first token, inter-token latency */
 } serve_metrics;
