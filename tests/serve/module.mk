@@ -12,4 +12,4 @@ deps-npm:
 	npm install --prefix $(O)/npm --no-audit --no-fund --silent openai@$(OPENAI_NPM_VERSION) || \
 	  echo "warning: npm could not install openai@$(OPENAI_NPM_VERSION); tests/serve/test_serve_openai.sh will skip"
 
-TEST_SCRIPTS += tests/serve/test_serve.sh tests/serve/test_serve_openai.sh
+TEST_SCRIPTS += tests/serve/test_serve.sh tests/serve/test_serve_openai.sh tests/serve/test_serve_tiered.sh

@@ -1,16 +1,18 @@
 # Helpers for the server's shell tests; source after tests/lib/tap.sh.
-#   start_server LOG args...   starts tiermem-llm serve on a free loopback port; sets SPID, PORT, URL
+#   start_server LOG args...   starts tiermem-llm serve on a free loopback port, with the
+#                              variables in SERVER_ENV (NAME=value ...); sets SPID, PORT, URL
 #   stop_server                SIGTERM, then waits (bounded) for the exit status in SRC
 LLM=$B/bin/tiermem-llm
 MODEL=$TM_SHARED/models/stories260K.gguf
+SERVER_ENV=()
 
 start_server() {
   local log=$1; shift
-  "$LLM" serve -m "$MODEL" --port 0 "$@" 2>"$log" &
+  env "${SERVER_ENV[@]}" "$LLM" serve -m "$MODEL" --port 0 "$@" 2>"$log" &
   SPID=$!
   PORT=
   for _ in $(seq 600); do   # up to 60 s on a busy machine
-    PORT=$(sed -n 's|^tiermem-llm: serving on http://127.0.0.1:\([0-9]*\)$|\1|p' "$log")
+    PORT=$(sed -n 's|^tiermem-llm: serving on http://127.0.0.1:\([0-9]*\)$|\1|p' "$log" 2>/dev/null)
     [ -n "$PORT" ] && break
     kill -0 $SPID 2>/dev/null || break
     sleep 0.1

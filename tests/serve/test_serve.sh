@@ -117,7 +117,7 @@ start_server "$T/log2" --kv-dtype f32 --kv-blocks 1024 --max-batch 1 --max-queue
 long_req='{"prompt":"Once upon a time","max_tokens":2000,"temperature":0,"stream":true}'
 curl -sN --max-time 300 "$URL/v1/completions" -d "$long_req" >"$T/first.sse" &
 first=$!
-for _ in $(seq 300); do grep -q '^data: ' "$T/first.sse" && break; sleep 0.1; done
+for _ in $(seq 300); do grep -qs '^data: ' "$T/first.sse" && break; sleep 0.1; done
 curl -sN --max-time 300 "$URL/v1/completions" -d '{"prompt":"The little dog","max_tokens":8,"temperature":0,"stream":true}' >"$T/second.sse" &
 second=$!
 for _ in $(seq 300); do curl -s --max-time 5 "$URL/metrics" | grep -q '^tiermem_llm_queue_depth 1$' && break; sleep 0.1; done
@@ -136,7 +136,7 @@ check "metrics: nothing holds KV blocks once idle" grep -q '^tiermem_llm_kv_bloc
 # --- SIGTERM finishes in-flight requests, refuses new ones, exits 0 -----------------
 curl -sN --max-time 300 "$URL/v1/completions" -d '{"prompt":"Once upon a time","max_tokens":400,"temperature":0,"stream":true}' >"$T/drain.sse" &
 drain=$!
-for _ in $(seq 300); do grep -q '^data: ' "$T/drain.sse" && break; sleep 0.1; done
+for _ in $(seq 300); do grep -qs '^data: ' "$T/drain.sse" && break; sleep 0.1; done
 kill -TERM $SPID
 for _ in $(seq 100); do grep -q "draining" "$T/log2" && break; sleep 0.1; done
 check_eq "while draining, new requests are refused" \
@@ -152,7 +152,7 @@ SPID=
 start_server "$T/log3" --kv-dtype f32 --kv-blocks 1024 --ctx 2048 --grace 0.5
 curl -sN --max-time 300 "$URL/v1/completions" -d '{"prompt":"Once upon a time","max_tokens":2000,"temperature":0,"stream":true}' >"$T/grace.sse" &
 g=$!
-for _ in $(seq 300); do grep -q '^data: ' "$T/grace.sse" && break; sleep 0.1; done
+for _ in $(seq 300); do grep -qs '^data: ' "$T/grace.sse" && break; sleep 0.1; done
 stop_server
 wait $g
 check_eq "past the grace period: exit 0" "$SRC" 0

@@ -1,12 +1,14 @@
 /* tiermem-stat — prints the stats region of a process running under libtiermem.so.
  *
- *   tiermem-stat [--json] [--watch] [--interval SECONDS] [--count N] PID|PATH
+ *   tiermem-stat [--json|--prometheus] [--watch] [--interval SECONDS] [--count N] PID|PATH
+ *   tiermem-stat --serve ADDR PID|PATH
  *
  * PID reads /dev/shm/tiermem.PID; a PATH reads a region kept with TIERMEM_STATS=PATH.
  * The table shows each tier (limit, bytes in use, peak, chunks), the allocation counts,
  * every chunked or managed allocation (address, size, chunks per tier, how it was asked
  * for) and the calls per hooked driver function. --json prints the same as one JSON
- * object. --watch reprints every interval (default 1 s) until the process exits;
+ * object, --prometheus in the Prometheus text format; --serve ADDR serves that at
+ * http://ADDR/metrics until SIGTERM (tools/tiermem-stat/prometheus.c). --watch reprints every interval (default 1 s) until the process exits;
  * --count stops after N prints. Exit status: 0, 1 bad arguments, 2 no readable region. */
 #include <errno.h>
 #include <getopt.h>
@@ -18,6 +20,7 @@
 #include <unistd.h>
 
 #include "policy/units.h"
+#include "tools/tiermem-stat/prometheus.h"
 #include "tools/tiermem-stat/stats_read.h"
 
 static const char *path_name(uint32_t path)
@@ -150,7 +153,8 @@ static void print_json(const tm_stats_snapshot *s, const char *path)
 
 static void usage(FILE *to)
 {
-    fprintf(to, "usage: tiermem-stat [--json] [--watch] [--interval SECONDS] [--count N] PID|PATH\n");
+    fprintf(to, "usage: tiermem-stat [--json|--prometheus] [--watch] [--interval SECONDS] [--count N] PID|PATH\n"
+                "       tiermem-stat --serve [HOST:]PORT PID|PATH\n");
 }
 
 static bool all_digits(const char *s)
@@ -168,9 +172,11 @@ int main(int argc, char **argv)
     static const struct option options[] = {
         { "json", no_argument, NULL, 'j' },     { "watch", no_argument, NULL, 'w' },
         { "interval", required_argument, NULL, 'i' }, { "count", required_argument, NULL, 'n' },
+        { "prometheus", no_argument, NULL, 'P' }, { "serve", required_argument, NULL, 'S' },
         { "help", no_argument, NULL, 'h' },     { NULL, 0, NULL, 0 },
     };
-    bool json = false, watch = false;
+    bool json = false, watch = false, prometheus = false;
+    const char *serve = NULL;
     double interval = 1.0;
     long count = -1;
     for (int c; (c = getopt_long(argc, argv, "jwi:n:h", options, NULL)) != -1;) {
@@ -178,6 +184,8 @@ int main(int argc, char **argv)
         switch (c) {
         case 'j': json = true; break;
         case 'w': watch = true; break;
+        case 'P': prometheus = true; break;
+        case 'S': serve = optarg; break;
         case 'i':
             interval = strtod(optarg, &end);
             if (*end || !(interval > 0 && interval <= 3600)) {
@@ -205,6 +213,8 @@ int main(int argc, char **argv)
         tm_stats_default_path((pid_t)atol(argv[optind]), path, sizeof path);
     else
         snprintf(path, sizeof path, "%s", argv[optind]);
+    if (serve)
+        return tm_stats_serve(serve, path);
     if (!watch && count < 0)
         count = 1;
 
@@ -219,9 +229,11 @@ int main(int argc, char **argv)
             fprintf(stderr, "tiermem-stat: %s\n", why);
             return 2;
         }
-        if (watch && !json)
+        if (watch && !json && !prometheus)
             printf("\033[H\033[2J");
-        if (json)
+        if (prometheus)
+            tm_stats_print_prometheus(&snapshot, stdout);
+        else if (json)
             print_json(&snapshot, path);
         else
             print_table(&snapshot, path);
