@@ -1,4 +1,5 @@
 /* generate.c — prefill, batched decode, streaming, and the per-run statistics. */
+#include "engine/device_timer.h"
 #include "engine/error.h"
 #include "engine/generate.h"
 #include "engine/step.h"
@@ -100,6 +101,8 @@ int generate_run(tm_model *m, const tokenizer *tok, const generate_options *opt,
     step_seq **all = calloc((size_t)n, sizeof *all);
     step_output so = {0};
     sampler smp = {0};
+    device_timer timer;
+    device_timer_open(&timer, m->drv);
     int rc = -1;
     if (!seqs || !all || step_output_init(&so, n, vocab) ||
         sampler_init(&smp, vocab, opt->temperature, opt->top_k, opt->top_p, opt->seed)) {
@@ -121,6 +124,7 @@ int generate_run(tm_model *m, const tokenizer *tok, const generate_options *opt,
     }
 
     double t0 = now();
+    device_timer_start(&timer);
     for (int step = 0;; step++) {
         bool active = step == 0;
         for (int32_t i = 0; i < n; i++) {
@@ -129,6 +133,7 @@ int generate_run(tm_model *m, const tokenizer *tok, const generate_options *opt,
         }
         if (!active) break;
         if (step_run(m, all, n, INT32_MAX, &so)) goto out;
+        if (step > 0) stats->decode_steps++;
         for (int32_t r = 0; r < so.n; r++) {
             sequence *s = &seqs[so.seqs[r]->id];
             const float *row = so.logits + (size_t)r * vocab;
@@ -141,10 +146,14 @@ int generate_run(tm_model *m, const tokenizer *tok, const generate_options *opt,
         stats->prompt_tokens += so.prefill_tokens;
         if (step == 0) {
             stats->prefill_seconds = now() - t0;
+            stats->prefill_device_ms = device_timer_stop(&timer);
             t0 = now();
+            device_timer_start(&timer);
         }
     }
     stats->decode_seconds = now() - t0;
+    stats->decode_device_ms = device_timer_stop(&timer);
+    stats->device_times = timer.ok;
 
     for (int32_t i = 0; i < n; i++) {
         stats->generated_tokens += seqs[i].n_out;
@@ -170,6 +179,7 @@ out:
         free(seqs[i].text);
     }
     sampler_free(&smp);
+    device_timer_close(&timer);
     step_output_free(&so);
     free(seqs);
     free(all);
