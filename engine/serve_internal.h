@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "engine/device_timer.h"
 #include "engine/sampler.h"
 #include "engine/serve.h"
 #include "engine/serve_metrics.h"
@@ -33,7 +34,9 @@ typedef struct serve_request {
     int64_t created;                /* unix seconds */
     /* engine thread only */
     sampler smp;
-    double t_queued, t_last_token;
+    double t_queued, t_last_token;  /* wall clock, seconds */
+    double dev_queued_ms;           /* the server's device clock at arrival */
+    double ttft_ms, dev_ttft_ms;    /* time to first token, wall and device */
     bool admitted;
     /* shared, under server.lock */
     char *text;                     /* [text_len] generated text (stop strings cut off) */
@@ -62,6 +65,8 @@ typedef struct server {
     bool draining;                  /* SIGTERM: no new requests */
     int32_t n_live;                 /* requests not yet freed (responses still being sent) */
     int64_t next_id;
+    device_timer timer;             /* CUDA events around each step */
+    double device_ms;               /* device time of every step so far (simulated on simcuda) */
     serve_metrics metrics;
     struct MHD_Daemon *daemon;
 } server;

@@ -61,6 +61,7 @@ int serve_enqueue(server *srv, serve_request *r)
     if (srv->n_queued >= srv->opt->max_queue) return 429;
     r->refs++;
     r->t_queued = now();
+    r->dev_queued_ms = srv->device_ms;
     r->next = NULL;
     if (srv->queue_tail) srv->queue_tail->next = r; else srv->queue_head = r;
     srv->queue_tail = r;
@@ -131,6 +132,10 @@ static void retire(server *srv, int32_t i)
     }
     r->ready = r->text_len;
     pthread_cond_broadcast(&r->cond);
+    if (srv->opt->verbose)
+        fprintf(stderr, "tiermem-llm: request %s: prompt_tokens=%d cached_tokens=%d completion_tokens=%d "
+                "finish=%s ttft_ms=%.3f sim_ttft_ms=%.4f\n", r->id, r->n_prompt, r->n_cached, r->n_out, r->finish,
+                r->ttft_ms, srv->metrics.device_time ? r->dev_ttft_ms : 0.0);
     srv->running[i] = srv->running[--srv->n_running];
     serve_request_put(srv, r);
 }
@@ -171,8 +176,14 @@ static bool cut_at_stop(serve_request *r, size_t old_len)
 /* Records token id for r (lock held). */
 static void take_token(server *srv, serve_request *r, int32_t id, double t)
 {
-    if (r->n_out == 0) serve_histogram_add(&srv->metrics.ttft, t - r->t_queued);
-    else serve_histogram_add(&srv->metrics.itl, t - r->t_last_token);
+    if (r->n_out == 0 && r->t_last_token == 0) {
+        r->ttft_ms = (t - r->t_queued) * 1e3;
+        r->dev_ttft_ms = srv->device_ms - r->dev_queued_ms;
+        serve_histogram_add(&srv->metrics.ttft, t - r->t_queued);
+        if (srv->metrics.device_time) serve_histogram_add(&srv->metrics.device_ttft, r->dev_ttft_ms / 1e3);
+    } else {
+        serve_histogram_add(&srv->metrics.itl, t - r->t_last_token);
+    }
     r->t_last_token = t;
     if (id == srv->tok->eos_id) {
         r->finish = "stop";
@@ -266,10 +277,15 @@ static int engine_loop(server *srv)
         int32_t n = srv->n_running;
         for (int32_t i = 0; i < n; i++) seqs[i] = &srv->running[i]->seq;
         pthread_mutex_unlock(&srv->lock);
+        device_timer_start(&srv->timer);
         int step_rc = step_run(m, seqs, n, srv->opt->prefill_chunk, &so);
+        double step_ms = device_timer_stop(&srv->timer);
         double t = now();
         pthread_mutex_lock(&srv->lock);
         srv->metrics.steps++;
+        srv->metrics.device_time = srv->timer.ok;
+        srv->device_ms += step_ms;
+        srv->metrics.device_seconds = srv->device_ms / 1e3;
         if (step_rc) {
             fprintf(stderr, "error: %s\n", m->err);
             for (int32_t i = 0; i < n; i++) srv->running[i]->finish = "abort";
@@ -325,6 +341,7 @@ int serve_run(tm_model *m, const tokenizer *tok, const gguf_file *f, const serve
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&srv.wake, &ca);
     pthread_condattr_destroy(&ca);
+    device_timer_open(&srv.timer, m->drv);
 
     struct sigaction sa = {.sa_handler = on_stop_signal};
     sigemptyset(&sa.sa_mask);
@@ -348,10 +365,13 @@ int serve_run(tm_model *m, const tokenizer *tok, const gguf_file *f, const serve
         rc = engine_loop(&srv);
         serve_http_stop(&srv);
         fprintf(stderr, "tiermem-llm: serve: stopped: requests ok=%" PRIu64 " aborted=%" PRIu64 " rejected=%"
-                PRIu64 " bad=%" PRIu64 " generated_tokens=%" PRIu64 "\n", srv.metrics.requests_ok,
-                srv.metrics.requests_aborted, srv.metrics.requests_rejected, srv.metrics.requests_bad,
-                srv.metrics.generated_tokens);
+                PRIu64 " bad=%" PRIu64 " prompt_tokens=%" PRIu64 " cached_tokens=%" PRIu64 " generated_tokens=%"
+                PRIu64 " device_ms=%.3f\n", srv.metrics.requests_ok, srv.metrics.requests_aborted,
+                srv.metrics.requests_rejected, srv.metrics.requests_bad, srv.metrics.prompt_tokens,
+                srv.metrics.cached_prompt_tokens, srv.metrics.generated_tokens,
+                srv.metrics.device_time ? srv.device_ms : 0.0);
     }
+    device_timer_close(&srv.timer);
     pthread_cond_destroy(&srv.wake);
     pthread_mutex_destroy(&srv.lock);
     free(srv.running);

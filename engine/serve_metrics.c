@@ -90,6 +90,12 @@ char *serve_metrics_text(const serve_metrics *m)
            m->prompt_tokens ? (double)m->cached_prompt_tokens / (double)m->prompt_tokens : 0.0);
     histogram(&t, "time_to_first_token_seconds", "From arrival to the first generated token.", &m->ttft);
     histogram(&t, "inter_token_latency_seconds", "Between consecutive tokens of a request.", &m->itl);
+    if (m->device_time) {
+        metric(&t, "device_seconds_total", "counter", "Device time of the engine's steps (CUDA events).",
+               m->device_seconds);
+        histogram(&t, "device_time_to_first_token_seconds",
+                  "Device time of the steps run from arrival to the first token.", &m->device_ttft);
+    }
     if (t.failed) {
         free(t.buf);
         return NULL;

@@ -22,6 +22,9 @@ typedef struct serve_metrics {
     int64_t batch_peak;                     /* the most sequences in one step */
     int64_t kv_total, kv_used, kv_free, kv_cached, kv_evictions;
     serve_histogram ttft, itl;              /* time to first token, inter-token latency */
+    int device_time;                        /* CUDA events time the steps: the device_ figures hold */
+    double device_seconds;                  /* device time of every step */
+    serve_histogram device_ttft;            /* time to first token in device time (steps run meanwhile) */
 } serve_metrics;
 
 void serve_histogram_add(serve_histogram *h, double seconds);
