@@ -140,7 +140,7 @@ static int parse_args(int argc, char **argv, cli_options *o)
         case O_PORT: if (parse_long("--port", optarg, 0, 65535, &v)) return -1; o->so.port = (int32_t)v; break;
         case O_KEY: o->so.api_key = optarg; break;
         case O_BATCH: if (parse_long("--max-batch", optarg, 1, 4096, &v)) return -1; o->so.max_batch = (int32_t)v; break;
-        case O_QUEUE: if (parse_long("--max-queue", optarg, 0, 1 << 20, &v)) return -1; o->so.max_queue = (int32_t)v; break;
+        case O_QUEUE: if (parse_long("--max-queue", optarg, 1, 1 << 20, &v)) return -1; o->so.max_queue = (int32_t)v; break;
         case O_CHUNK:
             if (parse_long("--prefill-chunk", optarg, 1, 1 << 16, &v)) return -1;
             o->so.prefill_chunk = (int32_t)v;

@@ -3,6 +3,7 @@
 #include "engine/error.h"
 #include "engine/generate.h"
 #include "engine/step.h"
+#include "engine/text.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -42,8 +43,7 @@ typedef struct sequence {
     step_seq st;            /* prompt, KV blocks, the id fed next */
     int32_t *out;           /* [n_predict] generated ids */
     int32_t n_out;
-    char *text;             /* generated text (for printing under the prompt) */
-    size_t text_len, text_cap;
+    tm_text text;           /* generated text (for printing under the prompt) */
 } sequence;
 
 static int append_piece(sequence *s, const tokenizer *tok, int32_t prev, int32_t id, bool stream)
@@ -54,17 +54,7 @@ static int append_piece(sequence *s, const tokenizer *tok, int32_t prev, int32_t
         fwrite(piece, 1, n, stdout);
         fflush(stdout);
     }
-    if (s->text_len + n + 1 > s->text_cap) {
-        size_t cap = (s->text_cap ? s->text_cap * 2 : 256) + n;
-        char *t = realloc(s->text, cap);
-        if (!t) return -1;
-        s->text = t;
-        s->text_cap = cap;
-    }
-    memcpy(s->text + s->text_len, piece, n);
-    s->text_len += n;
-    s->text[s->text_len] = 0;
-    return 0;
+    return tm_text_append(&s->text, piece, n);
 }
 
 static void dump_logits(FILE *f, int step, int seq, const float *logits, int32_t n)
@@ -160,7 +150,7 @@ int generate_run(tm_model *m, const tokenizer *tok, const generate_options *opt,
         if (opt->stream && n == 1) {
             fputc('\n', stdout);
         } else {
-            printf("--- prompt %d/%d ---\n%s%s\n", i + 1, n, opt->prompts[i], seqs[i].text ? seqs[i].text : "");
+            printf("--- prompt %d/%d ---\n%s%s\n", i + 1, n, opt->prompts[i], seqs[i].text.data ? seqs[i].text.data : "");
         }
         if (opt->verbose) {
             fprintf(stderr, "tiermem-llm: seq %d prompt ids:", i);
@@ -176,7 +166,7 @@ out:
     for (int32_t i = 0; seqs && i < n; i++) {
         step_seq_free(&seqs[i].st, &m->kv);
         free(seqs[i].out);
-        free(seqs[i].text);
+        tm_text_free(&seqs[i].text);
     }
     sampler_free(&smp);
     device_timer_close(&timer);

@@ -7,7 +7,7 @@
 
 ENGINE_LIB_SRCS := engine/error.c engine/gguf.c engine/tokenizer.c engine/tokenizer_spm.c engine/tokenizer_bpe.c \
                    engine/model_config.c engine/weights.c engine/driver.c engine/kv_cache.c engine/kv_prefix.c \
-                   engine/model.c engine/forward.c engine/sampler.c engine/device_timer.c engine/step.c engine/generate.c
+                   engine/model.c engine/forward.c engine/sampler.c engine/device_timer.c engine/text.c engine/step.c engine/generate.c
 ENGINE_LIB_OBJS := $(ENGINE_LIB_SRCS:%.c=$(O)/obj/%.o)
 ENGINE_FATBIN_OBJ := $(O)/obj/kernels/fatbin_embed.o
 ENGINE_SERVE_SRCS := engine/serve_loop.c engine/serve_http.c engine/serve_api.c engine/serve_metrics.c \

@@ -89,7 +89,7 @@ static json_t *envelope(const server *srv, const serve_request *r, const char *o
 char *serve_result_json(const server *srv, const serve_request *r)
 {
     json_t *j = envelope(srv, r, r->chat ? "chat.completion" : "text_completion");
-    json_t *text = json_text(r->text ? r->text : "", r->text_len);
+    json_t *text = json_text(r->text.data ? r->text.data : "", r->text.len);
     json_t *choice = r->chat ? json_pack("{s:i, s:{s:s, s:o}, s:n, s:s}", "index", 0, "message", "role", "assistant",
                                          "content", text, "logprobs", "finish_reason", r->finish)
                              : json_pack("{s:i, s:o, s:n, s:s}", "index", 0, "text", text, "logprobs",

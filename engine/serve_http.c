@@ -120,9 +120,9 @@ static int next_events(stream *st)
         st->out_len = sizeof comment - 1;
         return 0;
     }
-    size_t ready = r->done ? r->text_len : r->ready;
+    size_t ready = r->done ? r->text.len : r->ready;
     if ((r->chat && !st->role_sent) || ready > st->sent) {
-        if (add_event(st, serve_chunk_json(srv, r, r->text + st->sent, ready - st->sent, !st->role_sent && r->chat,
+        if (add_event(st, serve_chunk_json(srv, r, r->text.data ? r->text.data + st->sent : "", ready - st->sent, !st->role_sent && r->chat,
                                            NULL, false)))
             return -1;
         st->role_sent = true;

@@ -13,6 +13,7 @@
 #include "engine/serve.h"
 #include "engine/serve_metrics.h"
 #include "engine/step.h"
+#include "engine/text.h"
 
 #define SERVE_MAX_STOP 4            /* stop strings per request, as OpenAI allows */
 #define SERVE_MAX_BODY (1 << 20)    /* request bodies above this get 413 */
@@ -39,8 +40,7 @@ typedef struct serve_request {
     double ttft_ms, dev_ttft_ms;    /* time to first token, wall and device */
     bool admitted;
     /* shared, under server.lock */
-    char *text;                     /* [text_len] generated text (stop strings cut off) */
-    size_t text_len, text_cap;
+    tm_text text;                   /* generated text (stop strings cut off) */
     size_t ready;                   /* bytes of text final enough to send */
     int32_t n_out;                  /* generated ids */
     int32_t n_cached;               /* prompt tokens found in the prefix cache */

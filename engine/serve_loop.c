@@ -46,7 +46,7 @@ void serve_request_put(server *srv, serve_request *r)
     for (int32_t i = 0; i < r->n_stop; i++) free(r->stop[i]);
     pthread_cond_destroy(&r->cond);
     free(r->ids);
-    free(r->text);
+    tm_text_free(&r->text);
     free(r);
 }
 
@@ -130,7 +130,7 @@ static void retire(server *srv, int32_t i)
         r->finish = r->finish ? r->finish : "abort";
         r->done = true;
     }
-    r->ready = r->text_len;
+    r->ready = r->text.len;
     pthread_cond_broadcast(&r->cond);
     if (srv->opt->verbose)
         fprintf(stderr, "tiermem-llm: request %s: prompt_tokens=%d cached_tokens=%d completion_tokens=%d "
@@ -143,33 +143,18 @@ static void retire(server *srv, int32_t i)
 /* ----------------------------------------------------------------------------
  * Tokens to text */
 
-static int append_text(serve_request *r, const char *s, size_t n)
-{
-    if (r->text_len + n + 1 > r->text_cap) {
-        size_t cap = (r->text_cap ? r->text_cap * 2 : 256) + n;
-        char *t = realloc(r->text, cap);
-        if (!t) return -1;
-        r->text = t;
-        r->text_cap = cap;
-    }
-    memcpy(r->text + r->text_len, s, n);
-    r->text_len += n;
-    r->text[r->text_len] = 0;
-    return 0;
-}
-
 /* Cuts the text at the first stop string found in what this token added; true if one was. */
 static bool cut_at_stop(serve_request *r, size_t old_len)
 {
     size_t from = old_len >= r->longest_stop ? old_len - r->longest_stop + 1 : 0;
     size_t cut = SIZE_MAX;
     for (int32_t i = 0; i < r->n_stop; i++) {
-        const char *hit = memmem(r->text + from, r->text_len - from, r->stop[i], strlen(r->stop[i]));
-        if (hit && (size_t)(hit - r->text) < cut) cut = (size_t)(hit - r->text);
+        const char *hit = memmem(r->text.data + from, r->text.len - from, r->stop[i], strlen(r->stop[i]));
+        if (hit && (size_t)(hit - r->text.data) < cut) cut = (size_t)(hit - r->text.data);
     }
     if (cut == SIZE_MAX) return false;
-    r->text_len = cut;
-    r->text[cut] = 0;
+    r->text.len = cut;
+    r->text.data[cut] = 0;
     return true;
 }
 
@@ -189,22 +174,22 @@ static void take_token(server *srv, serve_request *r, int32_t id, double t)
         r->finish = "stop";
     } else {
         char piece[512];
-        size_t n = tokenizer_decode(srv->tok, r->seq.next, id, piece, sizeof piece), old = r->text_len;
+        size_t n = tokenizer_decode(srv->tok, r->seq.next, id, piece, sizeof piece), old = r->text.len;
         r->ids[r->n_prompt + r->n_out++] = id;
         r->seq.next = id;
         srv->metrics.generated_tokens++;
-        if (append_text(r, piece, n)) r->finish = "abort";
+        if (tm_text_append(&r->text, piece, n)) r->finish = "abort";
         else if (r->n_stop && cut_at_stop(r, old)) r->finish = "stop";
         else if (r->n_out >= r->max_tokens || r->n_prompt + r->n_out >= srv->m->max_positions) r->finish = "length";
     }
     if (r->finish) {
         r->done = r->seq.done = true;
-        r->ready = r->text_len;
+        r->ready = r->text.len;
     } else {
         /* hold back what could still become a stop string, and an unfinished character */
         size_t hold = r->longest_stop ? r->longest_stop - 1 : 0;
-        size_t ready = r->text_len > hold ? r->text_len - hold : 0;
-        ready = serve_utf8_complete(r->text, ready);
+        size_t ready = r->text.len > hold ? r->text.len - hold : 0;
+        ready = serve_utf8_complete(r->text.data, ready);
         if (ready > r->ready) r->ready = ready;
     }
     pthread_cond_broadcast(&r->cond);

@@ -12,4 +12,9 @@ deps-npm:
 	npm install --prefix $(O)/npm --no-audit --no-fund --silent openai@$(OPENAI_NPM_VERSION) || \
 	  echo "warning: npm could not install openai@$(OPENAI_NPM_VERSION); tests/serve/test_serve_openai.sh will skip"
 
+$(O)/tests/test_chat_template: $(O)/obj/tests/serve/test_chat_template.o $(O)/obj/engine/chat_template.o
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) $^ -lcmocka -o $@
+
+TEST_PROGS += $(O)/tests/test_chat_template
 TEST_SCRIPTS += tests/serve/test_serve.sh tests/serve/test_serve_openai.sh tests/serve/test_serve_tiered.sh
