@@ -10,7 +10,8 @@ trap '[ -n "$SPID" ] && kill -KILL $SPID 2>/dev/null; rm -rf "$T"' EXIT
 AUTH=(-H "Authorization: Bearer s3cret")
 
 REF=", there was a little girl named Lily. She loved to play outside in the park. One day, she saw"
-start_server "$T/log" --kv-dtype f32 --kv-blocks 1024 --ctx 256 --api-key s3cret
+# 16-token prefill chunks: longer prompts spread over several steps
+start_server "$T/log" --kv-dtype f32 --kv-blocks 1024 --ctx 256 --api-key s3cret --prefill-chunk 16
 check "the server starts on a loopback port" test -n "$PORT"
 
 # --- endpoints ---------------------------------------------------------------------
@@ -48,6 +49,9 @@ b=$(post /v1/completions "{$long,\"max_tokens\":16,\"temperature\":0}")
 check "prefix cache: the repeat finds its prompt's full blocks cached" \
   test "$(jq '.usage.prompt_tokens_details.cached_tokens' <<<"$b")" -ge 16
 check_eq "prefix cache: same text from cached KV" "$(jq -r '.choices[0].text' <<<"$b")" "$(jq -r '.choices[0].text' <<<"$a")"
+"$LLM" -m "$MODEL" --kv-dtype f32 --kv-blocks 256 -p "$(jq -r .prompt <<<"{$long}")" -n 16 >"$T/cli.out" 2>/dev/null
+check_eq "a prompt prefilled in 16-token chunks gives the CLI's text (one chunk)" \
+  "$(jq -r .prompt <<<"{$long}")$(jq -r '.choices[0].text' <<<"$a")" "$(cat "$T/cli.out")"
 
 # --- 64 concurrent streams, each equal to its request alone ------------------------
 prompts=("Once upon a time" "The little dog" "Lily and Tom went to the park" "One day, a big bird"
