@@ -42,7 +42,8 @@ check "  HELP and TYPE for each family" test "$(grep -c '^# TYPE ' "$T/prom")" -
 XPID=$!
 XURL=
 for _ in $(seq 300); do
-  XURL=$(sed -n 's|^tiermem-stat: serving .* at \(http://.*\)$|\1|p' "$T/x.log"); [ -n "$XURL" ] && break; sleep 0.1
+  XURL=$(sed -n 's|^tiermem-stat: serving .* at \(http://.*\)$|\1|p' "$T/x.log" 2>/dev/null)
+  [ -n "$XURL" ] && break; sleep 0.1
 done
 check "tiermem-stat --serve listens" test -n "$XURL"
 curl -s --max-time 10 "$XURL" >"$T/served"
