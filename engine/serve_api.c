@@ -323,6 +323,17 @@ static int parse_fields(parse *p, server *srv, json_t *o, bool chat, serve_reque
         }
         max_tokens = ctx - n_ids;
     }
+    /* a request is admitted once the pool can hold it whole: it must fit the pool alone */
+    int64_t pool_tokens = m->kv.layout.n_blocks * m->kv.layout.block_size;
+    if (n_ids + max_tokens > pool_tokens) {
+        if (explicit_max || n_ids >= pool_tokens) {
+            free(text);
+            return bad(p, explicit_max ? "max_tokens" : (chat ? "messages" : "prompt"),
+                       "the prompt has %" PRId64 " tokens; with max_tokens %" PRId64 " that is more than the %" PRId64
+                       " tokens the KV pool holds", n_ids, max_tokens, pool_tokens);
+        }
+        max_tokens = pool_tokens - n_ids;
+    }
     r->ids = malloc((size_t)(n_ids + max_tokens) * sizeof *r->ids);
     if (!r->ids) {
         free(text);

@@ -117,8 +117,12 @@ SPID=
 # --- the queue limit and a disconnect ------------------------------------------------
 # One sequence in the batch and one place in the queue: a long stream runs, a second
 # waits, a third gets 429. Cutting the first stream frees its place for the second.
-start_server "$T/log2" --kv-dtype f32 --kv-blocks 1024 --max-batch 1 --max-queue 1
-long_req='{"prompt":"Once upon a time","max_tokens":2000,"temperature":0,"stream":true}'
+# A pool of 100 blocks (1600 tokens) under a context of 2048.
+start_server "$T/log2" --kv-dtype f32 --kv-blocks 100 --max-batch 1 --max-queue 1
+r=$(post /v1/completions '{"prompt":"Once upon a time","max_tokens":1700}')
+check_eq "more than the KV pool holds: 400" "$(cat "$T/status")" 400
+check "  says so" grep -q "more than the 1600 tokens the KV pool holds" <<<"$(jq -r .error.message <<<"$r")"
+long_req='{"prompt":"Once upon a time","max_tokens":1500,"temperature":0,"stream":true}'
 curl -sN --max-time 300 "$URL/v1/completions" -d "$long_req" >"$T/first.sse" &
 first=$!
 for _ in $(seq 300); do grep -qs '^data: ' "$T/first.sse" && break; sleep 0.1; done
