@@ -1,4 +1,5 @@
 /* cli.c — tiermem-llm: the command line, and the order things happen in a run. */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -112,7 +113,10 @@ static int parse_args(int argc, char **argv, cli_options *o)
     int c;
     long long v;
     double d;
+    const char *serve_only = NULL; /* a serve option given to a one-shot run */
     while ((c = getopt_long(argc, argv, "m:p:n:vh", opts, NULL)) != -1) {
+        for (const struct option *op = opts; c >= O_HOST && c <= O_GRACE && !o->serve && op->name; op++)
+            if (op->val == c) serve_only = op->name;
         switch (c) {
         case 'm': o->model_path = optarg; break;
         case 'p': o->prompt = optarg; break;
@@ -154,9 +158,18 @@ static int parse_args(int argc, char **argv, cli_options *o)
         fprintf(stderr, "error: unexpected argument '%s'\n", argv[optind]);
         return -1;
     }
+    if (serve_only) {
+        fprintf(stderr, "error: --%s is an option of 'tiermem-llm serve'\n", serve_only);
+        return -1;
+    }
     if (o->serve) {
         if (!o->model_path || o->prompt || o->prompts_file) {
             fprintf(stderr, "error: serve takes -m MODEL and no -p or --prompts-file (prompts come over HTTP)\n");
+            return -1;
+        }
+        struct in6_addr addr;
+        if (inet_pton(AF_INET, o->so.host, &addr) != 1 && inet_pton(AF_INET6, o->so.host, &addr) != 1) {
+            fprintf(stderr, "error: --host expects a numeric IPv4 or IPv6 address, got '%s'\n", o->so.host);
             return -1;
         }
         if (o->so.api_key && !*o->so.api_key) {

@@ -343,6 +343,7 @@ int serve_run(tm_model *m, const tokenizer *tok, const gguf_file *f, const serve
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc) {
         fprintf(stderr, "error: %s\n", err);
+        rc = 1;
     } else {
         fprintf(stderr, "tiermem-llm: serve: model %s, batch %d, queue %d, prefill chunk %d, context %d, chat "
                 "template %s, prefix cache on\n", opt->model_name, opt->max_batch, opt->max_queue,

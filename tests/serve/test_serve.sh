@@ -156,6 +156,26 @@ stop_server
 check_eq "SIGTERM with a request in flight: exit 0" "$SRC" 0
 SPID=
 
+# --- command-line mistakes: one line each, exit 2 ---------------------------------------
+cli_error() {
+  local name=$1 pattern=$2; shift 2
+  "$LLM" "$@" >/dev/null 2>"$T/cli.err"
+  local rc=$?
+  check_eq "$name: exit 2" "$rc" 2
+  check "$name: says '$pattern'" grep -q -- "$pattern" "$T/cli.err"
+}
+cli_error "serve without a model" "serve takes -m MODEL" serve --port 0
+cli_error "serve with a prompt" "serve takes -m MODEL and no -p" serve -m "$MODEL" -p hi
+cli_error "a port out of range" "--port expects an integer from 0 to 65535" serve -m "$MODEL" --port 70000
+cli_error "a serve option on a one-shot run" "--port is an option of 'tiermem-llm serve'" -m "$MODEL" -p hi --port 9
+cli_error "a host name instead of an address" "error: --host expects a numeric IPv4 or IPv6 address, got 'localhost'" \
+  serve -m "$MODEL" --host localhost --port 0
+start_server "$T/log4" --kv-blocks 64 && PORT1=$PORT
+"$LLM" serve -m "$MODEL" --kv-blocks 64 --port "$PORT1" >/dev/null 2>"$T/busy.err"
+check_eq "a port in use: exit 1" "$?" 1
+check "  says so" grep -q "error: cannot listen on 127.0.0.1 port $PORT1" "$T/busy.err"
+stop_server
+
 # --- the grace period ends what is left -----------------------------------------------
 start_server "$T/log3" --kv-dtype f32 --kv-blocks 1024 --ctx 2048 --grace 0.5
 curl -sN --max-time 300 "$URL/v1/completions" -d '{"prompt":"Once upon a time","max_tokens":2000,"temperature":0,"stream":true}' >"$T/grace.sse" &
