@@ -9,7 +9,8 @@ deps-npm:
 	@if ! command -v npm >/dev/null; then exit 0; fi; \
 	if grep -qs '"version": "$(OPENAI_NPM_VERSION)"' $(O)/npm/node_modules/openai/package.json; then exit 0; fi; \
 	echo "installing the openai npm package $(OPENAI_NPM_VERSION) into $(O)/npm"; \
-	npm install --prefix $(O)/npm --no-audit --no-fund --silent openai@$(OPENAI_NPM_VERSION) || \
+	npm install --prefix $(O)/npm --no-audit --no-fund --silent --fetch-retries=1 --fetch-timeout=30000 \
+	  openai@$(OPENAI_NPM_VERSION) || \
 	  echo "warning: npm could not install openai@$(OPENAI_NPM_VERSION); tests/serve/test_serve_openai.sh will skip"
 
 $(O)/tests/test_chat_template: $(O)/obj/tests/serve/test_chat_template.o $(O)/obj/engine/chat_template.o
