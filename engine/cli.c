@@ -280,8 +280,8 @@ int main(int argc, char **argv)
     }
     if (cfg.ctx_train > ABSURD_CONTEXT)
         fprintf(stderr, "warning: %s: llama.context_length %d is beyond any trained model's; the context is sized "
-                "%s (or --ctx)\n", o.model_path, cfg.ctx_train,
-                o.serve ? "at " TM_XSTR(SERVE_FALLBACK_CONTEXT) " positions" : "from the prompt and -n");
+                "%s\n", o.model_path, cfg.ctx_train,
+                o.serve ? "at " TM_XSTR(SERVE_FALLBACK_CONTEXT) " positions (or --ctx)" : "from the prompt and -n");
     /* what depends on the context is sized for this run: the longest prompt and -n (or --ctx) */
     int32_t limit = o.ctx ? o.ctx : cfg.ctx_train, longest = 0, ctx = o.ctx;
     for (int32_t i = 0; i < n_prompts; i++) {
