@@ -1,6 +1,7 @@
 /* weights.c — validating and uploading the model's tensors. */
 #include "engine/error.h"
 #include "engine/weights.h"
+#include "kernels/kernels.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -43,9 +44,13 @@ static int64_t list_tensors(const llama_config *c, tensor_spec *s)
     return n;
 }
 
+#define TM_SUPPORTED_TYPES "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K and Q6_K"
+
+/* The weight types the kernels read (kernels.h): GGML ids, so a tensor's type is its
+ * kernel's type. */
 static bool type_supported(ggml_type t)
 {
-    return t == GGML_TYPE_F32 || t == GGML_TYPE_F16 || t == GGML_TYPE_BF16 || t == GGML_TYPE_Q8_0;
+    return tm_wtype_block((int32_t)t) != 0;
 }
 
 static int check_one(const gguf_file *f, const tensor_spec *s, char *err, size_t errlen)
@@ -54,7 +59,7 @@ static int check_one(const gguf_file *f, const tensor_spec *s, char *err, size_t
     if (!t) return s->optional ? 0 : tm_fail(err, errlen, "tensor '%s' is missing", s->name);
     if (!type_supported(t->type)) {
         const char *name = ggml_type_name(t->type);
-        return tm_fail(err, errlen, "tensor '%s' has type %s%s; tiermem-llm supports F32, F16, BF16 and Q8_0",
+        return tm_fail(err, errlen, "tensor '%s' has type %s%s; tiermem-llm supports " TM_SUPPORTED_TYPES,
                     s->name, name ? name : "unknown", name ? "" : " (unknown)");
     }
     int64_t want1 = s->role == ROLE_NORM ? 1 : s->n_out;
@@ -125,7 +130,7 @@ static const void *norm_as_f32(const gguf_tensor *t, float **owned)
 {
     *owned = NULL;
     if (t->type == GGML_TYPE_F32) return t->data;
-    if (t->type == GGML_TYPE_Q8_0) return NULL; /* not a sensible norm type */
+    if (t->type != GGML_TYPE_F16 && t->type != GGML_TYPE_BF16) return NULL; /* block types: not a norm */
     float *v = malloc((size_t)t->dims[0] * sizeof *v);
     if (!v) return NULL;
     const uint8_t *src = t->data;

@@ -304,12 +304,17 @@ static double *tol_new(int64_t n) {
 static const struct {
     int32_t wtype;
     const char *name;
-} WTYPES[] = {{TM_WTYPE_F32, "f32"}, {TM_WTYPE_F16, "f16"}, {TM_WTYPE_BF16, "bf16"}, {TM_WTYPE_Q8_0, "q8_0"}};
+} WTYPES[] = {{TM_WTYPE_F32, "f32"},   {TM_WTYPE_F16, "f16"},   {TM_WTYPE_BF16, "bf16"},
+              {TM_WTYPE_Q8_0, "q8_0"}, {TM_WTYPE_Q4_0, "q4_0"}, {TM_WTYPE_Q4_1, "q4_1"},
+              {TM_WTYPE_Q5_0, "q5_0"}, {TM_WTYPE_Q5_1, "q5_1"}, {TM_WTYPE_Q2_K, "q2_k"},
+              {TM_WTYPE_Q3_K, "q3_k"}, {TM_WTYPE_Q4_K, "q4_k"}, {TM_WTYPE_Q5_K, "q5_k"},
+              {TM_WTYPE_Q6_K, "q6_k"}};
+#define N_WTYPES (int)(sizeof WTYPES / sizeof WTYPES[0])
 static const char *const KV_NAMES[] = {"f32", "f16", "fp8_e4m3", "fp8_e5m2"};
 
 static void case_embed(uint64_t *rng) {
     const int32_t vocab = 1000, dim = 512, n = 37;
-    for (int w = 0; w < 4; w++) {
+    for (int w = 0; w < N_WTYPES; w++) {
         int32_t wt = WTYPES[w].wtype;
         void *table = buf_new((size_t)tm_wtype_row_bytes(wt, dim) * vocab);
         float *dense = malloc(sizeof(float) * vocab * dim);
@@ -344,7 +349,7 @@ static void case_rmsnorm(uint64_t *rng) {
 
 static void case_matmul(uint64_t *rng, int32_t n_tokens, int32_t n_in, int32_t n_out,
                         int32_t out_stride, int matvec) {
-    for (int w = 0; w < 4; w++) {
+    for (int w = 0; w < N_WTYPES; w++) {
         int32_t wt = WTYPES[w].wtype;
         void *wts = buf_new((size_t)tm_wtype_row_bytes(wt, n_in) * n_out);
         float *dense = malloc(sizeof(float) * (size_t)n_in * n_out);

@@ -3,10 +3,10 @@
 # (called through its exported symbol with a simcuda_launch, as simcuda calls it).
 KERNEL_TESTS := $(O)/tests/kernels/test_kernel_formats $(O)/tests/kernels/test_kernel_fp8_nvidia \
                 $(O)/tests/kernels/test_kernel_twins $(O)/tests/kernels/test_kernel_matmul \
-                $(O)/tests/kernels/test_kernel_attention
+                $(O)/tests/kernels/test_kernel_attention $(O)/tests/kernels/test_kernel_quants
 TEST_PROGS += $(KERNEL_TESTS)
 
-$(O)/tests/kernels/test_kernel_formats: $(O)/obj/tests/kernels/test_kernel_formats.o
+$(O)/tests/kernels/test_kernel_formats $(O)/tests/kernels/test_kernel_quants: $(O)/tests/kernels/%: $(O)/obj/tests/kernels/%.o
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) $^ -lcmocka -lm -o $@
 

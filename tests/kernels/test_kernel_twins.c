@@ -37,7 +37,7 @@ static void *xmalloc(size_t n) {
 /* ---------------------------------------------------------------------------------- */
 
 static void check_embed(int32_t wtype, simcuda_kernel_fn *kernel, int32_t n_tokens) {
-    const int32_t vocab = 50, dim = 96;
+    const int32_t vocab = 50, dim = tm_wtype_block(wtype) == 256 ? 512 : 96; /* whole blocks */
     uint64_t s = 100 + (uint64_t)wtype;
     void *table = xmalloc((size_t)tm_wtype_row_bytes(wtype, dim) * vocab);
     float *dense = xmalloc(sizeof(float) * vocab * dim);
@@ -65,6 +65,15 @@ static void test_embed(void **state) {
         check_embed(TM_WTYPE_F16, tm_embed_f16, n);
         check_embed(TM_WTYPE_BF16, tm_embed_bf16, n);
         check_embed(TM_WTYPE_Q8_0, tm_embed_q8_0, n);
+        check_embed(TM_WTYPE_Q4_0, tm_embed_q4_0, n);
+        check_embed(TM_WTYPE_Q4_1, tm_embed_q4_1, n);
+        check_embed(TM_WTYPE_Q5_0, tm_embed_q5_0, n);
+        check_embed(TM_WTYPE_Q5_1, tm_embed_q5_1, n);
+        check_embed(TM_WTYPE_Q2_K, tm_embed_q2_k, n);
+        check_embed(TM_WTYPE_Q3_K, tm_embed_q3_k, n);
+        check_embed(TM_WTYPE_Q4_K, tm_embed_q4_k, n);
+        check_embed(TM_WTYPE_Q5_K, tm_embed_q5_k, n);
+        check_embed(TM_WTYPE_Q6_K, tm_embed_q6_k, n);
     }
 }
 
@@ -417,7 +426,21 @@ static void test_table(void **state) {
                         "tm_embed_bf16");
     assert_string_equal(tm_kernel_names[tm_kernel_for_kv(TM_K_tm_attn_prefill_f32, TM_KV_FP8_E5M2)],
                         "tm_attn_prefill_fp8_e5m2");
-    assert_int_equal(tm_kernel_for_wtype(TM_K_tm_matmul_f32, 2), -1); /* Q4_0: none */
+    static const struct { int32_t t; const char *name; } types[] = {
+        {TM_WTYPE_F32, "f32"},   {TM_WTYPE_F16, "f16"},   {TM_WTYPE_BF16, "bf16"},
+        {TM_WTYPE_Q8_0, "q8_0"}, {TM_WTYPE_Q4_0, "q4_0"}, {TM_WTYPE_Q4_1, "q4_1"},
+        {TM_WTYPE_Q5_0, "q5_0"}, {TM_WTYPE_Q5_1, "q5_1"}, {TM_WTYPE_Q2_K, "q2_k"},
+        {TM_WTYPE_Q3_K, "q3_k"}, {TM_WTYPE_Q4_K, "q4_k"}, {TM_WTYPE_Q5_K, "q5_k"},
+        {TM_WTYPE_Q6_K, "q6_k"},
+    };
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+        char want[32];
+        snprintf(want, sizeof want, "tm_matmul_%s", types[i].name);
+        assert_string_equal(tm_kernel_names[tm_kernel_for_wtype(TM_K_tm_matmul_f32, types[i].t)], want);
+        snprintf(want, sizeof want, "tm_embed_%s", types[i].name);
+        assert_string_equal(tm_kernel_names[tm_kernel_for_wtype(TM_K_tm_embed_f32, types[i].t)], want);
+    }
+    assert_int_equal(tm_kernel_for_wtype(TM_K_tm_matmul_f32, 9), -1); /* Q8_1: none */
     assert_int_equal(TM_NPARAMS_attn_decode, 16);
     /* A packed launch points at the struct's own fields, in order. */
     struct tm_args_rope r = {0};

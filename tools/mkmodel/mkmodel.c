@@ -14,15 +14,33 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/quantize.h"
 #include "tools/mkmodel/gguf_writer.h"
 #include "tools/mkmodel/vocab.h"
 
 enum { T_F32 = 0, T_F16 = 1, T_Q8_0 = 8, T_BF16 = 30 };
 
+/* --type names: one weight type, or a llama.cpp-style mix (`_m`: output, attn_v and
+ * ffn_down in the finer type, as Q4_K_M files keep them). */
+static const struct {
+    const char *name;
+    int wtype, wtype_fine;
+} TYPES[] = {
+    {"f32", T_F32, T_F32}, {"f16", T_F16, T_F16}, {"bf16", T_BF16, T_BF16},
+    {"q8_0", T_Q8_0, T_Q8_0}, {"q4_0", TM_WTYPE_Q4_0, TM_WTYPE_Q4_0},
+    {"q4_1", TM_WTYPE_Q4_1, TM_WTYPE_Q4_1}, {"q5_0", TM_WTYPE_Q5_0, TM_WTYPE_Q5_0},
+    {"q5_1", TM_WTYPE_Q5_1, TM_WTYPE_Q5_1}, {"q2_k", TM_WTYPE_Q2_K, TM_WTYPE_Q2_K},
+    {"q3_k", TM_WTYPE_Q3_K, TM_WTYPE_Q3_K}, {"q4_k", TM_WTYPE_Q4_K, TM_WTYPE_Q4_K},
+    {"q5_k", TM_WTYPE_Q5_K, TM_WTYPE_Q5_K}, {"q6_k", TM_WTYPE_Q6_K, TM_WTYPE_Q6_K},
+    {"q4_k_m", TM_WTYPE_Q4_K, TM_WTYPE_Q6_K}, {"q5_k_m", TM_WTYPE_Q5_K, TM_WTYPE_Q6_K},
+};
+#define TYPE_NAMES "f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, q4_k_m or q5_k_m"
+
 typedef struct shape {
     int64_t layers, dim, heads, kv_heads, ffn, vocab, ctx;
     float rope_base;
-    int wtype;
+    int wtype, wtype_fine;  /* most matrices; output, attn_v and ffn_down */
+    int type_index;         /* in TYPES */
     vocab_kind vocab_kind;
     bool tied;              /* no output.weight: the engine falls back to token_embd */
 } shape;
@@ -79,11 +97,7 @@ static uint16_t f32_to_bf16(float f)
 
 static int64_t row_bytes(int wtype, int64_t n)
 {
-    switch (wtype) {
-    case T_F32: return 4 * n;
-    case T_F16: case T_BF16: return 2 * n;
-    default: return n / 32 * 34;
-    }
+    return tm_wtype_row_bytes(wtype, n);
 }
 
 /* ----------------------------------------------------------------------------
@@ -115,6 +129,9 @@ static int write_random(gguf_writer *w, const char *name, int wtype, int64_t n, 
                 memcpy(bytes + 2 * i, &h, 2);
             }
             nb = (size_t)k * 2;
+        } else if (wtype != T_Q8_0) { /* the block types of kernels/quants.h */
+            tm_quantize_row(wtype, bytes, vals, k);
+            nb = (size_t)row_bytes(wtype, k);
         } else { /* Q8_0: per block of 32, d = absmax / 127, q = round(x / d) */
             for (int64_t b = 0; b < k; b += 32) {
                 float amax = 0;
@@ -160,22 +177,24 @@ static int64_t plan_tensors(const shape *sh, tensor_plan *plan)
         plan[n].n_in = in; plan[n].n_out = out; plan[n].wtype = wt; plan[n].amp = amp_; n++; } while (0)
     ADD("token_embd.weight", sh->dim, sh->vocab, sh->wtype, sqrt3);
     ADD("output_norm.weight", sh->dim, 0, T_F32, 1);
-    if (!sh->tied) ADD("output.weight", sh->dim, sh->vocab, sh->wtype, 4 * sqrt3 / sqrtf((float)sh->dim));
+    if (!sh->tied) ADD("output.weight", sh->dim, sh->vocab, sh->wtype_fine, 4 * sqrt3 / sqrtf((float)sh->dim));
     for (int64_t l = 0; l < sh->layers; l++) {
         char nm[64];
         float a_dim = sqrt3 / sqrtf((float)sh->dim), a_ffn = sqrt3 / sqrtf((float)sh->ffn);
-#define BLK(suffix, in, out, amp_) do { snprintf(nm, sizeof nm, "blk.%" PRId64 ".%s", l, suffix); \
-        ADD(nm, in, out, (out) ? sh->wtype : T_F32, amp_); } while (0)
+#define BLK_T(suffix, in, out, wt, amp_) do { snprintf(nm, sizeof nm, "blk.%" PRId64 ".%s", l, suffix); \
+        ADD(nm, in, out, (out) ? (wt) : T_F32, amp_); } while (0)
+#define BLK(suffix, in, out, amp_) BLK_T(suffix, in, out, sh->wtype, amp_)
         BLK("attn_norm.weight", sh->dim, 0, 1);
         BLK("attn_q.weight", sh->dim, sh->dim, a_dim);
         BLK("attn_k.weight", sh->dim, kv_dim, a_dim);
-        BLK("attn_v.weight", sh->dim, kv_dim, a_dim);
+        BLK_T("attn_v.weight", sh->dim, kv_dim, sh->wtype_fine, a_dim);
         BLK("attn_output.weight", sh->dim, sh->dim, a_dim);
         BLK("ffn_norm.weight", sh->dim, 0, 1);
         BLK("ffn_gate.weight", sh->dim, sh->ffn, a_dim);
         BLK("ffn_up.weight", sh->dim, sh->ffn, a_dim);
-        BLK("ffn_down.weight", sh->ffn, sh->dim, a_ffn);
+        BLK_T("ffn_down.weight", sh->ffn, sh->dim, sh->wtype_fine, a_ffn);
 #undef BLK
+#undef BLK_T
     }
 #undef ADD
     return n;
@@ -195,6 +214,20 @@ static int64_t model_bytes(const shape *sh)
     return total;
 }
 
+/* The largest block of the weight types in use: rows must hold whole blocks. */
+static int64_t row_block(const shape *sh)
+{
+    int32_t a = tm_wtype_block(sh->wtype), b = tm_wtype_block(sh->wtype_fine);
+    return a > b ? a : b;
+}
+
+/* The default feed-forward width: 8/3 of dim, in whole blocks of 32 values or more. */
+static int64_t ffn_for(const shape *sh)
+{
+    int64_t q = row_block(sh) > 32 ? row_block(sh) : 32;
+    return (sh->dim * 8 / 3 + q - 1) / q * q;
+}
+
 /* Fills dim, heads, kv_heads, ffn and layers for a total near `target` bytes: the
  * smallest width (head size 64, 4 query heads per KV head) that needs at most 32
  * layers. */
@@ -205,7 +238,7 @@ static void pick_shape(shape *sh, int64_t target)
         sh->dim = dims[i];
         sh->heads = sh->dim / 64;
         sh->kv_heads = sh->heads >= 4 ? sh->heads / 4 : 1;
-        sh->ffn = (sh->dim * 8 / 3 + 31) / 32 * 32;
+        sh->ffn = ffn_for(sh);
         sh->layers = 1;
         int64_t one = model_bytes(sh);
         sh->layers = 2;
@@ -256,7 +289,9 @@ static void usage(FILE *f)
         "  --layers N --dim N --heads N --kv-heads N --ffn N   explicit shape\n"
         "  --vocab N           vocabulary size (default 1024)\n"
         "  --vocab-type T      spm (SentencePiece, default) or gpt2 (byte-level BPE)\n"
-        "  --type T            weight type: f32 (default), f16, bf16, q8_0\n"
+        "  --type T            weight type: f32 (default), f16, bf16, q8_0, q4_0, q4_1, q5_0,\n"
+        "                      q5_1, q2_k, q3_k, q4_k, q5_k, q6_k; q4_k_m, q5_k_m: Q4_K/Q5_K\n"
+        "                      with output, attn_v and ffn_down in Q6_K\n"
         "  --ctx N             context length (default 2048)\n"
         "  --rope-base F       RoPE base (default 10000)\n"
         "  --tied              omit output.weight (the embedding is reused)\n"
@@ -266,7 +301,8 @@ static void usage(FILE *f)
 int main(int argc, char **argv)
 {
     shape sh = {.layers = 4, .dim = 256, .heads = 4, .kv_heads = 2, .ffn = 0, .vocab = 1024,
-                .ctx = 2048, .rope_base = 10000.0f, .wtype = T_F32, .vocab_kind = VOCAB_SPM};
+                .ctx = 2048, .rope_base = 10000.0f, .wtype = T_F32, .wtype_fine = T_F32,
+                .vocab_kind = VOCAB_SPM};
     const char *out_path = NULL;
     int64_t target = 0;
     uint64_t seed = 1;
@@ -298,12 +334,16 @@ int main(int argc, char **argv)
             if (target <= 0) { fprintf(stderr, "tiermem-mkmodel: --target-size: bad size '%s'\n", optarg); return 2; }
             break;
         case O_TYPE:
-            if (!strcasecmp(optarg, "f32")) sh.wtype = T_F32;
-            else if (!strcasecmp(optarg, "f16")) sh.wtype = T_F16;
-            else if (!strcasecmp(optarg, "bf16")) sh.wtype = T_BF16;
-            else if (!strcasecmp(optarg, "q8_0")) sh.wtype = T_Q8_0;
-            else { fprintf(stderr, "tiermem-mkmodel: --type must be f32, f16, bf16 or q8_0, got '%s'\n", optarg); return 2; }
+        {
+            size_t t = 0;
+            while (t < sizeof TYPES / sizeof TYPES[0] && strcasecmp(optarg, TYPES[t].name)) t++;
+            if (t == sizeof TYPES / sizeof TYPES[0]) {
+                fprintf(stderr, "tiermem-mkmodel: --type must be " TYPE_NAMES ", got '%s'\n", optarg);
+                return 2;
+            }
+            sh.wtype = TYPES[t].wtype, sh.wtype_fine = TYPES[t].wtype_fine, sh.type_index = (int)t;
             break;
+        }
         case O_VOCAB_TYPE:
             if (!strcmp(optarg, "spm")) sh.vocab_kind = VOCAB_SPM;
             else if (!strcmp(optarg, "gpt2")) sh.vocab_kind = VOCAB_GPT2;
@@ -319,15 +359,16 @@ int main(int argc, char **argv)
         return 2;
     }
     if (target) pick_shape(&sh, target);
-    if (!sh.ffn) sh.ffn = (sh.dim * 8 / 3 + 31) / 32 * 32;
+    if (!sh.ffn) sh.ffn = ffn_for(&sh);
     if (sh.dim % sh.heads || sh.heads % sh.kv_heads || (sh.dim / sh.heads) % 2) {
         fprintf(stderr, "tiermem-mkmodel: --dim (%" PRId64 ") must be a multiple of --heads (%" PRId64
                 ") with an even head size, and --heads a multiple of --kv-heads (%" PRId64 ")\n",
                 sh.dim, sh.heads, sh.kv_heads);
         return 2;
     }
-    if (sh.wtype == T_Q8_0 && (sh.dim % 32 || sh.ffn % 32)) {
-        fprintf(stderr, "tiermem-mkmodel: q8_0 needs --dim and --ffn multiples of 32\n");
+    if (sh.dim % row_block(&sh) || sh.ffn % row_block(&sh)) {
+        fprintf(stderr, "tiermem-mkmodel: %s needs --dim and --ffn multiples of %" PRId64 "\n",
+                TYPES[sh.type_index].name, row_block(&sh));
         return 2;
     }
     if (sh.vocab < vocab_min_size(sh.vocab_kind)) {
@@ -376,10 +417,9 @@ int main(int argc, char **argv)
         remove(out_path);
         return 1;
     }
-    static const char *const type_names[] = {[T_F32] = "f32", [T_F16] = "f16", [T_Q8_0] = "q8_0", [T_BF16] = "bf16"};
     printf("wrote %s: %.1f MiB of %s weights, %" PRId64 " layers, dim %" PRId64 ", %" PRId64 " heads (%" PRId64
            " kv), ffn %" PRId64 ", vocab %" PRId64 " (%s)\n",
-           out_path, total / 1048576.0, type_names[sh.wtype], sh.layers, sh.dim, sh.heads, sh.kv_heads, sh.ffn,
+           out_path, total / 1048576.0, TYPES[sh.type_index].name, sh.layers, sh.dim, sh.heads, sh.kv_heads, sh.ffn,
            sh.vocab, sh.vocab_kind == VOCAB_SPM ? "spm" : "gpt2");
     free(plan);
     gw_free(&w);
