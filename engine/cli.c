@@ -282,11 +282,17 @@ int main(int argc, char **argv)
     }
     fprintf(stderr, "tiermem-llm: summary: sequences=%d prompt_tokens=%" PRId64 " generated_tokens=%" PRId64
             " prefill_tok_s=%.1f decode_tok_s=%.1f weight_bytes=%" PRId64 " kv_bytes=%" PRId64 " kv_blocks=%" PRId64
-            " kv_dtype=%s device_allocs=%" PRId64 " device_bytes=%" PRId64 "\n", n_prompts, st.prompt_tokens,
+            " kv_dtype=%s device_allocs=%" PRId64 " device_bytes=%" PRId64, n_prompts, st.prompt_tokens,
             st.generated_tokens, st.prefill_seconds > 0 ? st.prompt_tokens / st.prefill_seconds : 0.0,
             st.decode_seconds > 0 ? st.decode_tokens / st.decode_seconds : 0.0, m.w.bytes, m.kv.bytes,
             L->n_blocks, kv_dtype_name(L->dtype), m.w.n_allocs + m.s.n_allocs + m.kv.n_allocs,
             m.w.bytes + m.s.bytes + m.kv.bytes);
+    if (st.device_times) /* device time from CUDA events: simulated on simcuda */
+        fprintf(stderr, " sim_prefill_tok_s=%.1f sim_decode_tok_s=%.1f sim_decode_step_ms=%.4f",
+                st.prefill_device_ms > 0 ? st.prompt_tokens / (st.prefill_device_ms / 1e3) : 0.0,
+                st.decode_device_ms > 0 ? st.decode_tokens / (st.decode_device_ms / 1e3) : 0.0,
+                st.decode_steps > 0 ? st.decode_device_ms / st.decode_steps : 0.0);
+    fputc('\n', stderr);
     rc = 0;
 out:
     if (dump && fclose(dump) != 0 && rc == 0) {

@@ -32,6 +32,11 @@
     X(cuModuleLoadData, 2000)              \
     X(cuModuleUnload, 2000)                \
     X(cuModuleGetFunction, 2000)           \
-    X(cuLaunchKernel, 4000)
+    X(cuLaunchKernel, 4000)                \
+    X(cuEventCreate, 2000)                 \
+    X(cuEventRecord, 2000)                 \
+    X(cuEventSynchronize, 2000)            \
+    X(cuEventElapsedTime, 12080)           \
+    X(cuEventDestroy, 4000)
 
 #endif /* TM_ENGINE_DRIVER_TABLE_H */

@@ -90,6 +90,46 @@ static int take_token(sequence *s, const tokenizer *tok, const generate_options 
 }
 
 /* ----------------------------------------------------------------------------
+ * Device time: CUDA events around a phase, like any GPU program times its work (on
+ * simcuda the events carry simulated time). A failing event call only turns them off. */
+
+typedef struct device_timer {
+    const tm_driver *drv;
+    CUevent start, end;
+    bool ok;
+} device_timer;
+
+static void timer_open(device_timer *t, const tm_driver *drv)
+{
+    t->drv = drv;
+    t->start = t->end = NULL;
+    t->ok = drv->cuEventCreate(&t->start, CU_EVENT_DEFAULT) == CUDA_SUCCESS &&
+            drv->cuEventCreate(&t->end, CU_EVENT_DEFAULT) == CUDA_SUCCESS;
+}
+
+static void timer_start(device_timer *t)
+{
+    if (t->ok) t->ok = t->drv->cuEventRecord(t->start, NULL) == CUDA_SUCCESS;
+}
+
+/* Milliseconds since timer_start on the device's clock (the host waits for the end). */
+static double timer_stop(device_timer *t)
+{
+    float ms = 0;
+    if (t->ok)
+        t->ok = t->drv->cuEventRecord(t->end, NULL) == CUDA_SUCCESS &&
+                t->drv->cuEventSynchronize(t->end) == CUDA_SUCCESS &&
+                t->drv->cuEventElapsedTime(&ms, t->start, t->end) == CUDA_SUCCESS;
+    return t->ok ? (double)ms : 0.0;
+}
+
+static void timer_close(device_timer *t)
+{
+    if (t->start) t->drv->cuEventDestroy(t->start);
+    if (t->end) t->drv->cuEventDestroy(t->end);
+}
+
+/* ----------------------------------------------------------------------------
  * The run */
 
 int generate_run(tm_model *m, const tokenizer *tok, const generate_options *opt, int32_t *const *prompt_ids,
@@ -103,6 +143,8 @@ int generate_run(tm_model *m, const tokenizer *tok, const generate_options *opt,
     int32_t *batch_tokens = calloc((size_t)n, sizeof *batch_tokens);
     float *logits = malloc((size_t)n * vocab * sizeof *logits);
     sampler smp = {0};
+    device_timer timer;
+    timer_open(&timer, m->drv);
     int rc = -1;
     if (!seqs || !batch || !batch_ids || !batch_tokens || !logits ||
         sampler_init(&smp, vocab, opt->temperature, opt->top_k, opt->top_p, opt->seed)) {
@@ -125,6 +167,7 @@ int generate_run(tm_model *m, const tokenizer *tok, const generate_options *opt,
 
     /* prefill each prompt; its last logits give the first token */
     double t0 = now();
+    timer_start(&timer);
     for (int32_t i = 0; i < n; i++) {
         if (model_prefill(m, &seqs[i].kv, i, prompt_ids[i], n_prompt_ids[i], logits)) goto out;
         stats->prompt_tokens += n_prompt_ids[i];
@@ -132,9 +175,11 @@ int generate_run(tm_model *m, const tokenizer *tok, const generate_options *opt,
         if (!seqs[i].done && take_token(&seqs[i], tok, opt, sampler_pick(&smp, logits))) goto out;
     }
     stats->prefill_seconds = now() - t0;
+    stats->prefill_device_ms = timer_stop(&timer);
 
     /* decode: one step feeds every unfinished sequence's last token */
     t0 = now();
+    timer_start(&timer);
     for (int step = 1;; step++) {
         int32_t active = 0;
         for (int32_t i = 0; i < n; i++) {
@@ -148,6 +193,7 @@ int generate_run(tm_model *m, const tokenizer *tok, const generate_options *opt,
         }
         if (active == 0) break;
         if (model_decode(m, batch, batch_ids, batch_tokens, active, logits)) goto out;
+        stats->decode_steps++;
         for (int32_t a = 0; a < active; a++) {
             sequence *s = &seqs[batch_ids[a]];
             const float *row = logits + (size_t)a * vocab;
@@ -158,6 +204,8 @@ int generate_run(tm_model *m, const tokenizer *tok, const generate_options *opt,
         }
     }
     stats->decode_seconds = now() - t0;
+    stats->decode_device_ms = timer_stop(&timer);
+    stats->device_times = timer.ok;
 
     for (int32_t i = 0; i < n; i++) {
         stats->generated_tokens += seqs[i].n_out;
@@ -184,6 +232,7 @@ out:
         free(seqs[i].text);
     }
     sampler_free(&smp);
+    timer_close(&timer);
     free(seqs);
     free(batch);
     free(batch_ids);

@@ -30,6 +30,11 @@ typedef struct generate_stats {
     int64_t decode_tokens;      /* tokens produced by decode steps (the first comes from prefill) */
     double prefill_seconds;
     double decode_seconds;
+    /* device time from CUDA events around prefill and decode (simulated on simcuda) */
+    bool device_times;          /* the events worked; the fields below are valid */
+    double prefill_device_ms;
+    double decode_device_ms;
+    int64_t decode_steps;
 } generate_stats;
 
 /* Tokenises every prompt with BOS; ids[i] is malloc'd, n_ids[i] its length. */

@@ -231,9 +231,10 @@ static void attn_prefill_any(attend_fn *attend, const char *name, TM_DECLARE_PAR
                          tm_kv_scale(DTYPE, k_scale), tm_kv_scale(DTYPE, v_scale));     \
     }                                                                                   \
     TM_TWIN(tm_attn_decode_##kvname, attn_decode, attn_decode, attn_decode_##kvname,   \
-            tm_check_attn_decode(&args))                                                \
+            tm_check_attn_decode(&args), tm_touch_attn_decode(launch, &args, DTYPE))   \
     TM_TWIN(tm_attn_prefill_##kvname, attn_prefill, attn_prefill,                      \
-            attn_prefill_##kvname, tm_check_attn_prefill(&args))
+            attn_prefill_##kvname, tm_check_attn_prefill(&args),                       \
+            tm_touch_attn_prefill(launch, &args, DTYPE))
 
 DEFINE_ATTENTION(f32, TM_KV_F32)
 DEFINE_ATTENTION(f16, TM_KV_F16)

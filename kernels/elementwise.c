@@ -33,6 +33,8 @@ static void absmax(TM_DECLARE_PARAMS(absmax)) {
     out[0] = m;
 }
 
-TM_TWIN(tm_silu_mul, silu_mul, elementwise, silu_mul, tm_check_silu_mul(&args))
-TM_TWIN(tm_add, add, elementwise, add, tm_check_add(&args))
-TM_TWIN(tm_absmax, absmax, absmax, absmax, tm_check_absmax(&args))
+TM_TWIN(tm_silu_mul, silu_mul, elementwise, silu_mul, tm_check_silu_mul(&args),
+        tm_touch_silu_mul(launch, &args))
+TM_TWIN(tm_add, add, elementwise, add, tm_check_add(&args), tm_touch_add(launch, &args))
+TM_TWIN(tm_absmax, absmax, absmax, absmax, tm_check_absmax(&args),
+        tm_touch_absmax(launch, &args))

@@ -52,7 +52,8 @@ static void embed_any(row_fn *convert, int32_t wtype, float *out /* [n_tokens][d
     static void embed_##wname(TM_DECLARE_PARAMS(embed)) {                               \
         embed_any(row_##wname, WTYPE, out, table, ids, n_tokens, dim, vocab);           \
     }                                                                                   \
-    TM_TWIN(tm_embed_##wname, embed, embed, embed_##wname, tm_check_embed(&args, WTYPE))
+    TM_TWIN(tm_embed_##wname, embed, embed, embed_##wname, tm_check_embed(&args, WTYPE),    \
+            tm_touch_embed(launch, &args, WTYPE))
 
 DEFINE_EMBED(f32, TM_WTYPE_F32)
 DEFINE_EMBED(f16, TM_WTYPE_F16)

@@ -38,7 +38,7 @@ kv_append_any(int dtype, void *k_pool, void *v_pool, const float *k /* [n_tokens
                       head_dim, block_size, k_stride, v_stride, k_scale, v_scale);      \
     }                                                                                   \
     TM_TWIN(tm_kv_append_##kvname, kv_append, kv_append, kv_append_##kvname,           \
-            tm_check_kv_append(&args))
+            tm_check_kv_append(&args), tm_touch_kv_append(launch, &args, DTYPE))
 
 DEFINE_KV_APPEND(f32, TM_KV_F32)
 DEFINE_KV_APPEND(f16, TM_KV_F16)

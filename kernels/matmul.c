@@ -242,9 +242,11 @@ static void matmul_any(tile_fn *tile, int32_t wtype, float *out /* [n_tokens][ou
         matmul_any(tile_##wname, WTYPE, out, x, w, n_tokens, n_in, n_out, out_stride);  \
     }                                                                                   \
     TM_TWIN(tm_matvec_##wname, matmul, matvec, matmul_##wname,                         \
-            tm_check_matmul(&args, WTYPE))                                              \
+            tm_check_matmul(&args, WTYPE),                                              \
+            tm_touch_matmul(launch, &args, WTYPE, TM_MATVEC_MAX_TOKENS))                \
     TM_TWIN(tm_matmul_##wname, matmul, matmul, matmul_##wname,                         \
-            tm_check_matmul(&args, WTYPE))
+            tm_check_matmul(&args, WTYPE),                                              \
+            tm_touch_matmul(launch, &args, WTYPE, TM_MATMUL_TILE))
 
 DEFINE_MATMUL(f32, TM_WTYPE_F32)
 DEFINE_MATMUL(f16, TM_WTYPE_F16)

@@ -25,4 +25,5 @@ static void rmsnorm(TM_DECLARE_PARAMS(rmsnorm)) {
     }
 }
 
-TM_TWIN(tm_rmsnorm, rmsnorm, rmsnorm, rmsnorm, tm_check_rmsnorm(&args))
+TM_TWIN(tm_rmsnorm, rmsnorm, rmsnorm, rmsnorm, tm_check_rmsnorm(&args),
+        tm_touch_rmsnorm(launch, &args))

@@ -32,4 +32,4 @@ static void rope(TM_DECLARE_PARAMS(rope)) {
     }
 }
 
-TM_TWIN(tm_rope, rope, rope, rope, tm_check_rope(&args))
+TM_TWIN(tm_rope, rope, rope, rope, tm_check_rope(&args), tm_touch_rope(launch, &args))

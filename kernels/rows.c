@@ -39,5 +39,7 @@ static void argmax(TM_DECLARE_PARAMS(argmax)) {
     }
 }
 
-TM_TWIN(tm_softmax, softmax, row, softmax, tm_check_softmax(&args))
-TM_TWIN(tm_argmax, argmax, row, argmax, tm_check_argmax(&args))
+TM_TWIN(tm_softmax, softmax, row, softmax, tm_check_softmax(&args),
+        tm_touch_softmax(launch, &args))
+TM_TWIN(tm_argmax, argmax, row, argmax, tm_check_argmax(&args),
+        tm_touch_argmax(launch, &args))

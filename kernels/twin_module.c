@@ -45,4 +45,4 @@ static void set_threads(int32_t n_threads) {
     __atomic_store_n(&twin_threads, n_threads, __ATOMIC_RELAXED);
 }
 
-TM_TWIN(tm_set_threads, set_threads, single, set_threads, tm_check_set_threads(&args))
+TM_TWIN(tm_set_threads, set_threads, single, set_threads, tm_check_set_threads(&args), (void)0)

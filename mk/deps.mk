@@ -1,7 +1,8 @@
 # Debian packages the build and the tests need. `make deps` installs the missing ones as
 # root and otherwise prints the exact command; with everything present it does nothing.
 DEB_PACKAGES := build-essential pkg-config clang llvm libnuma-dev liburing-dev libcxl-dev \
-                libbpf-dev bpftool uthash-dev libelf-dev zlib1g-dev libcmocka-dev numactl
+                libbpf-dev bpftool uthash-dev libelf-dev zlib1g-dev libcmocka-dev numactl \
+                systemtap-sdt-dev
 
 deps:
 	@missing=$$(for p in $(DEB_PACKAGES); do \

@@ -224,8 +224,9 @@ static void run_both(int k, void *args, size_t args_bytes, int n_params, const s
 
     void *host_params[32];
     pack(args, host_params);
-    simcuda_launch l = {{g.grid[0], g.grid[1], g.grid[2]}, {g.block[0], g.block[1], g.block[2]},
-                        g.shared_bytes, NULL, host_params};
+    simcuda_launch l = {.grid = {g.grid[0], g.grid[1], g.grid[2]},
+                        .block = {g.block[0], g.block[1], g.block[2]},
+                        .shared_mem_bytes = g.shared_bytes, .params = host_params};
     twin_fn[k](&l);
     for (int i = 0; i < n_bufs; i++)
         check_cu(drv.f_cuMemcpyDtoH(bufs[i].gpu, bufs[i].dev, bufs[i].bytes), "cuMemcpyDtoH");

@@ -1,9 +1,11 @@
 # tests/kernels/ — cmocka tests of the kernels: number formats (exact), the fp8 codec
 # against NVIDIA's cuda_fp8.h, and every C twin against a plain scalar reference
-# (called through its exported symbol with a simcuda_launch, as simcuda calls it).
+# (called through its exported symbol with a simcuda_launch, as simcuda calls it), and
+# the ranges each twin declares to simcuda's time model.
 KERNEL_TESTS := $(O)/tests/kernels/test_kernel_formats $(O)/tests/kernels/test_kernel_fp8_nvidia \
                 $(O)/tests/kernels/test_kernel_twins $(O)/tests/kernels/test_kernel_matmul \
-                $(O)/tests/kernels/test_kernel_attention $(O)/tests/kernels/test_kernel_quants
+                $(O)/tests/kernels/test_kernel_attention $(O)/tests/kernels/test_kernel_touch \
+                $(O)/tests/kernels/test_kernel_quants
 TEST_PROGS += $(KERNEL_TESTS)
 
 $(O)/tests/kernels/test_kernel_formats $(O)/tests/kernels/test_kernel_quants: $(O)/tests/kernels/%: $(O)/obj/tests/kernels/%.o
@@ -17,7 +19,7 @@ $(O)/tests/kernels/test_kernel_fp8_nvidia: tests/kernels/test_kernel_fp8_nvidia.
 
 # The twin tests link the kernel library itself (rpath: build/lib beside build/tests).
 $(O)/tests/kernels/test_kernel_twins $(O)/tests/kernels/test_kernel_matmul \
-$(O)/tests/kernels/test_kernel_attention: $(O)/tests/kernels/%: $(O)/obj/tests/kernels/%.o $(O)/lib/libtiermem-kernels.so
+$(O)/tests/kernels/test_kernel_attention $(O)/tests/kernels/test_kernel_touch: $(O)/tests/kernels/%: $(O)/obj/tests/kernels/%.o $(O)/lib/libtiermem-kernels.so
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) $< -L$(O)/lib -ltiermem-kernels -Wl,-rpath,'$$ORIGIN/../../lib' -lcmocka -lm -o $@
 

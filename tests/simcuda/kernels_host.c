@@ -65,3 +65,17 @@ SIMCUDA_KERNEL(gate)
     }
     __atomic_store_n(done, result, __ATOMIC_RELEASE);
 }
+
+/* simcuda only (the time model, ABI 2): touch_declare(const void *start, uint64_t bytes,
+ * int32_t is_write, double flops) declares one range and its FLOPs and touches nothing,
+ * so a test can charge gigabytes without using them. */
+SIMCUDA_KERNEL(touch_declare)
+{
+    const void *start = SIMCUDA_ARG(launch, 0, const void *);
+    uint64_t bytes = SIMCUDA_ARG(launch, 1, uint64_t);
+    if (SIMCUDA_ARG(launch, 2, int32_t))
+        simcuda_writes(launch, (void *)start, bytes);
+    else
+        simcuda_reads(launch, start, bytes);
+    simcuda_flops(launch, SIMCUDA_ARG(launch, 3, double));
+}

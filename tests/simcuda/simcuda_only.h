@@ -6,6 +6,7 @@
 int run_simcuda_env_tests(void);
 int run_simcuda_module_tests(void);
 int run_simcuda_handle_tests(void);
+int run_simcuda_time_tests(void);
 
 int child_print_capacity(void);
 int child_report_init(void);
@@ -18,5 +19,10 @@ int child_host_numa_vmm_off(void);
 int child_host_numa_vmm_on(void);
 int child_unimplemented(void);
 int child_copy_without_access(void);
+int child_time_htod(void);
+int child_time_copy_engines(void);
+int child_time_kernel_roofline(void);
+int child_time_host_clock(void);
+int child_time_abi1(void);
 
 #endif /* TESTS_SIMCUDA_SIMCUDA_ONLY_H */

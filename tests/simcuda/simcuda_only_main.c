@@ -1,5 +1,5 @@
 /* simcuda_only_main.c — tests of what only simcuda has: SIMCUDA_* settings, the host-kernel
- * ABI, unimplemented functions, and its answers where a real driver's behaviour is
+ * ABI and the time model, unimplemented functions, and its answers where a real driver's behaviour is
  * undefined. Not run on a GPU (tests/gpu/conformance.sh runs simcuda_conformance only).
  */
 #include <stddef.h>
@@ -20,6 +20,11 @@ static const struct child_case child_cases[] = {
     {"host_numa_vmm_on", child_host_numa_vmm_on},
     {"unimplemented", child_unimplemented},
     {"copy_without_access", child_copy_without_access},
+    {"time_htod", child_time_htod},
+    {"time_copy_engines", child_time_copy_engines},
+    {"time_kernel_roofline", child_time_kernel_roofline},
+    {"time_host_clock", child_time_host_clock},
+    {"time_abi1", child_time_abi1},
 };
 
 int main(int argc, char **argv)
@@ -34,5 +39,6 @@ int main(int argc, char **argv)
     failed += run_simcuda_env_tests();
     failed += run_simcuda_module_tests();
     failed += run_simcuda_handle_tests();
+    failed += run_simcuda_time_tests();
     return failed ? 1 : 0;
 }

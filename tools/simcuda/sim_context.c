@@ -278,23 +278,34 @@ SIM_EXPORT CUresult cuCtxPopCurrent_v2(CUcontext *pctx)
     return CUDA_SUCCESS;
 }
 
-/* Work runs at submission, so every context is always idle: synchronising only checks. */
+/* Work runs at submission, so every context is always idle; the host clock moves to the
+ * end of the device's simulated work. */
+static CUresult ctx_synchronized(CUresult result)
+{
+    if (result == CUDA_SUCCESS) {
+        sim_lock();
+        sim_time_synchronize(sim_time_device_done());
+        sim_unlock();
+    }
+    return result;
+}
+
 SIM_EXPORT CUresult cuCtxSynchronize(void)
 {
-    return sim_current_context(NULL);
+    return ctx_synchronized(sim_current_context(NULL));
 }
 
 SIM_EXPORT CUresult cuCtxSynchronize_v2(CUcontext handle)
 {
     if (handle == NULL)
-        return sim_current_context(NULL);
+        return ctx_synchronized(sim_current_context(NULL));
     CUresult result = sim_check_init();
     if (result != CUDA_SUCCESS)
         return result;
     sim_lock();
     bool live = sim_object_find(handle, SIM_CONTEXT) != NULL;
     sim_unlock();
-    return live ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+    return ctx_synchronized(live ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT);
 }
 
 SIM_EXPORT CUresult cuCtxGetDevice(CUdevice *device)

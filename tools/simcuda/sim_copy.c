@@ -5,24 +5,6 @@
 
 typedef enum copy_side { SIDE_HOST, SIDE_DEVICE, SIDE_UNIFIED } copy_side;
 
-/* Lock held: the location class of an address for the copy statistics. */
-static int location_class(uintptr_t address)
-{
-    sim_region *region = sim_region_find(TREE_REGIONS, address);
-    if (!region)
-        return SIM_LOC_HOST;
-    if (region->kind == REGION_DEVICE)
-        return SIM_LOC_DEVICE;
-    if (region->kind == REGION_MAPPING) {
-        switch (region->phys->prop.location.type) {
-        case CU_MEM_LOCATION_TYPE_DEVICE: return SIM_LOC_DEVICE;
-        case CU_MEM_LOCATION_TYPE_HOST_NUMA: return SIM_LOC_HOST_NUMA;
-        default: return SIM_LOC_HOST;
-        }
-    }
-    return SIM_LOC_HOST;
-}
-
 /* Lock held: checks one side of a copy. Unified pointers are device memory when the
  * driver knows them, otherwise pageable host memory. */
 static CUresult side_check(uintptr_t address, copy_side side, size_t bytes, bool for_write)
@@ -36,8 +18,9 @@ static CUresult side_check(uintptr_t address, copy_side side, size_t bytes, bool
     return sim_range_check(address, bytes, for_write);
 }
 
+/* sync: the synchronous forms, after which the host has waited for the copy. */
 static CUresult copy(uintptr_t dst, copy_side dst_side, uintptr_t src, copy_side src_side, size_t bytes,
-                     CUstream stream_handle)
+                     CUstream stream_handle, bool sync)
 {
     sim_lock();
     sim_stream *stream = NULL;
@@ -49,15 +32,10 @@ static CUresult copy(uintptr_t dst, copy_side dst_side, uintptr_t src, copy_side
         if (result == CUDA_SUCCESS)
             result = side_check(src, src_side, bytes, false);
     }
-    int dst_class = SIM_LOC_HOST, src_class = SIM_LOC_HOST;
-    if (result == CUDA_SUCCESS && bytes > 0) {
-        dst_class = location_class(dst);
-        src_class = location_class(src);
-    }
     sim_unlock();
     if (result != CUDA_SUCCESS || bytes == 0)
         return result;
-    return sim_exec_copy(stream, (void *)dst, (const void *)src, bytes, dst_class, src_class);
+    return sim_exec_copy(stream, (void *)dst, (const void *)src, bytes, sync);
 }
 
 #define H SIDE_HOST
@@ -65,40 +43,40 @@ static CUresult copy(uintptr_t dst, copy_side dst_side, uintptr_t src, copy_side
 #define U SIDE_UNIFIED
 
 SIM_EXPORT CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t n)
-{ return copy(dst, U, src, U, n, NULL); }
+{ return copy(dst, U, src, U, n, NULL, true); }
 SIM_EXPORT CUresult cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src, size_t n)
-{ return copy(dst, U, src, U, n, CU_STREAM_PER_THREAD); }
+{ return copy(dst, U, src, U, n, CU_STREAM_PER_THREAD, true); }
 SIM_EXPORT CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)
-{ return copy(dst, U, src, U, n, s); }
+{ return copy(dst, U, src, U, n, s, false); }
 SIM_EXPORT CUresult cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)
-{ return copy(dst, U, src, U, n, s); }
+{ return copy(dst, U, src, U, n, s, false); }
 
 SIM_EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n)
-{ return copy(dst, D, (uintptr_t)src, H, n, NULL); }
+{ return copy(dst, D, (uintptr_t)src, H, n, NULL, true); }
 SIM_EXPORT CUresult cuMemcpyHtoD_v2_ptds(CUdeviceptr dst, const void *src, size_t n)
-{ return copy(dst, D, (uintptr_t)src, H, n, CU_STREAM_PER_THREAD); }
+{ return copy(dst, D, (uintptr_t)src, H, n, CU_STREAM_PER_THREAD, true); }
 SIM_EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, CUstream s)
-{ return copy(dst, D, (uintptr_t)src, H, n, s); }
+{ return copy(dst, D, (uintptr_t)src, H, n, s, false); }
 SIM_EXPORT CUresult cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dst, const void *src, size_t n, CUstream s)
-{ return copy(dst, D, (uintptr_t)src, H, n, s); }
+{ return copy(dst, D, (uintptr_t)src, H, n, s, false); }
 
 SIM_EXPORT CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n)
-{ return copy((uintptr_t)dst, H, src, D, n, NULL); }
+{ return copy((uintptr_t)dst, H, src, D, n, NULL, true); }
 SIM_EXPORT CUresult cuMemcpyDtoH_v2_ptds(void *dst, CUdeviceptr src, size_t n)
-{ return copy((uintptr_t)dst, H, src, D, n, CU_STREAM_PER_THREAD); }
+{ return copy((uintptr_t)dst, H, src, D, n, CU_STREAM_PER_THREAD, true); }
 SIM_EXPORT CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, CUstream s)
-{ return copy((uintptr_t)dst, H, src, D, n, s); }
+{ return copy((uintptr_t)dst, H, src, D, n, s, false); }
 SIM_EXPORT CUresult cuMemcpyDtoHAsync_v2_ptsz(void *dst, CUdeviceptr src, size_t n, CUstream s)
-{ return copy((uintptr_t)dst, H, src, D, n, s); }
+{ return copy((uintptr_t)dst, H, src, D, n, s, false); }
 
 SIM_EXPORT CUresult cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t n)
-{ return copy(dst, D, src, D, n, NULL); }
+{ return copy(dst, D, src, D, n, NULL, false); }
 SIM_EXPORT CUresult cuMemcpyDtoD_v2_ptds(CUdeviceptr dst, CUdeviceptr src, size_t n)
-{ return copy(dst, D, src, D, n, CU_STREAM_PER_THREAD); }
+{ return copy(dst, D, src, D, n, CU_STREAM_PER_THREAD, false); }
 SIM_EXPORT CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)
-{ return copy(dst, D, src, D, n, s); }
+{ return copy(dst, D, src, D, n, s, false); }
 SIM_EXPORT CUresult cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)
-{ return copy(dst, D, src, D, n, s); }
+{ return copy(dst, D, src, D, n, s, false); }
 
 /* ---------------------------------------------------------------- memset */
 
@@ -114,11 +92,10 @@ static CUresult memset_elements(CUdeviceptr dst, unsigned int value, size_t elem
         result = sim_stream_resolve(stream_handle, &stream);
     if (result == CUDA_SUCCESS && count > 0)
         result = side_check(dst, SIDE_DEVICE, element_size * count, true);
-    int dst_class = result == CUDA_SUCCESS && count > 0 ? location_class(dst) : SIM_LOC_DEVICE;
     sim_unlock();
     if (result != CUDA_SUCCESS || count == 0)
         return result;
-    return sim_exec_memset(stream, (void *)dst, value, element_size, count, dst_class);
+    return sim_exec_memset(stream, (void *)dst, value, element_size, count);
 }
 
 SIM_EXPORT CUresult cuMemsetD8_v2(CUdeviceptr dst, unsigned char v, size_t n)

@@ -25,6 +25,7 @@
 #include <uthash.h>
 
 #include "tools/simcuda/simcuda.h"
+#include "tools/simcuda/sim_time.h"
 
 #define SIM_GRANULARITY      ((size_t)2 << 20) /* VMM granularity, minimum and recommended */
 #define SIM_ALLOC_ALIGN      256               /* cuMemAlloc alignment */
@@ -42,6 +43,10 @@ typedef struct sim_config {
     int numa_node_count;
     bool host_numa_vmm;                     /* SIMCUDA_HOST_NUMA_VMM */
     int log_level;                          /* 0 warn, 1 info */
+    sim_profile profile;                    /* SIMCUDA_PROFILE and overrides */
+    int cxl_nodes[SIM_MAX_NUMA_NODES];      /* SIMCUDA_CXL_NODES */
+    int cxl_node_count;
+    bool host_time;                         /* SIMCUDA_HOST_TIME */
 } sim_config;
 
 /* Parses the SIMCUDA_* environment; on a bad value prints one line naming it. */
@@ -79,7 +84,7 @@ typedef struct sim_stream {
     sim_context *ctx;
     unsigned int flags;
     int priority;
-    double sim_time_ms;     /* host time spent in the stream's work so far */
+    double clock_ns;        /* simulated: when its last operation ends (sim_time.h) */
 } sim_stream;
 
 typedef struct sim_event {
@@ -87,7 +92,7 @@ typedef struct sim_event {
     sim_context *ctx;
     unsigned int flags;
     bool recorded;
-    struct timespec when;
+    double when_ns;         /* simulated: when the work it captured ends */
 } sim_event;
 
 typedef struct sim_function sim_function;
@@ -95,6 +100,7 @@ typedef struct sim_module {
     sim_object obj;
     sim_context *ctx;
     void *library;          /* dlopen handle of the host-kernel library */
+    int abi;                /* its simcuda_module_abi: 1 (no cost declarations) or 2 */
     sim_function *functions;
     struct sim_module *unload_next; /* list link while a context's modules are unloaded */
 } sim_module;
@@ -182,8 +188,8 @@ typedef struct sim_state {
     size_t device_peak;
     size_t live_device_allocations;
     unsigned long long next_id;
-    /* bytes moved by copies and memsets, by destination and source kind */
-    uint64_t copy_bytes[3][3];  /* [dst class][src class], SIM_LOC_* */
+    /* bytes moved by copies, by destination and source location */
+    uint64_t copy_bytes[SIM_LOC_COUNT][SIM_LOC_COUNT];  /* [dst][src], sim_location */
     uint64_t launches;
 } sim_state;
 
@@ -219,22 +225,17 @@ void sim_module_release_context(sim_context *ctx);
 CUresult sim_device_alloc(CUdeviceptr *dptr, size_t bytes, bool managed, sim_pool *pool);
 CUresult sim_device_free(CUdeviceptr dptr);
 
-/* Host time in ms between two timestamps. */
-double sim_ms_between(const struct timespec *from, const struct timespec *to);
-
 /* ---------------------------------------------------------------- execution */
 
-/* Where memory lives, for the statistics (and a future cost model). */
-enum { SIM_LOC_DEVICE, SIM_LOC_HOST, SIM_LOC_HOST_NUMA, SIM_LOC_COUNT };
-
-/* The one place where device work runs (see the header comment). The stream is already
- * resolved; NULL means the context's default stream. The location classes say where
- * each side lives. */
-CUresult sim_exec_copy(sim_stream *stream, void *dst, const void *src, size_t bytes,
-                       int dst_class, int src_class);
+/* The one place where device work runs and is charged simulated time (see the header
+ * comment and sim_time.h). The stream is already resolved; NULL means the context's
+ * default stream. host_waits: a synchronous call (the host clock moves to its end). */
+CUresult sim_exec_copy(sim_stream *stream, void *dst, const void *src, size_t bytes, bool host_waits);
 CUresult sim_exec_memset(sim_stream *stream, void *dst, unsigned int value,
-                         size_t element_size, size_t count, int dst_class);
-void sim_exec_launch(sim_stream *stream, simcuda_kernel_fn *entry, const simcuda_launch *launch);
+                         size_t element_size, size_t count);
+/* `name` is the kernel's function name; abi its module's (1: no cost declarations). */
+void sim_exec_launch(sim_stream *stream, simcuda_kernel_fn *entry, simcuda_launch *launch,
+                     const char *name, int abi);
 
 /* ---------------------------------------------------------------- diagnostics */
 

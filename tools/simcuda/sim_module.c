@@ -65,13 +65,14 @@ static CUresult open_library(const char *path, sim_module *module)
         return CUDA_ERROR_INVALID_IMAGE;
     }
     const int *abi = dlsym(library, "simcuda_module_abi");
-    if (!abi || *abi != SIMCUDA_ABI_VERSION) {
-        sim_log("module %s: not a simcuda kernel library of ABI %d (define SIMCUDA_MODULE())", path,
+    if (!abi || *abi < 1 || *abi > SIMCUDA_ABI_VERSION) {
+        sim_log("module %s: not a simcuda kernel library of ABI 1 to %d (define SIMCUDA_MODULE())", path,
                 SIMCUDA_ABI_VERSION);
         dlclose(library);
         return CUDA_ERROR_INVALID_IMAGE;
     }
     module->library = library;
+    module->abi = *abi;
     return CUDA_SUCCESS;
 }
 
@@ -340,6 +341,8 @@ static CUresult launch_kernel(CUfunction handle, unsigned gx, unsigned gy, unsig
     if (result == CUDA_SUCCESS && shared_bytes > 49152 && (int)shared_bytes > function->max_dynamic_shared)
         result = CUDA_ERROR_INVALID_VALUE;
     simcuda_kernel_fn *entry = function ? function->entry : NULL;
+    const char *name = function ? function->name : NULL;
+    int abi = function ? function->module->abi : 1;
     if (result == CUDA_SUCCESS)
         sim.launches++;
     sim_unlock();
@@ -352,7 +355,7 @@ static CUresult launch_kernel(CUfunction handle, unsigned gx, unsigned gy, unsig
         .stream = stream_handle,
         .params = params,
     };
-    sim_exec_launch(stream, entry, &launch);
+    sim_exec_launch(stream, entry, &launch, name, abi);
     return CUDA_SUCCESS;
 }
 

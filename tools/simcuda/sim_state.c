@@ -95,25 +95,45 @@ static bool parse_size(const char *text, size_t *out)
     return true;
 }
 
-static bool parse_node_list(const char *text, sim_config *config)
+/* Comma-separated node ids 0-1023 into nodes[] (at most SIM_MAX_NUMA_NODES). */
+static bool parse_node_list(const char *text, int *nodes, int *count)
 {
-    config->numa_node_count = 0;
+    *count = 0;
     const char *p = text;
     while (*p) {
         if (!isdigit((unsigned char)*p))
             return false;
         char *end;
         long node = strtol(p, &end, 10);
-        if (node < 0 || node >= 1024 || config->numa_node_count == SIM_MAX_NUMA_NODES)
+        if (node < 0 || node >= 1024 || *count == SIM_MAX_NUMA_NODES)
             return false;
-        config->numa_nodes[config->numa_node_count++] = (int)node;
+        nodes[(*count)++] = (int)node;
         p = end;
         if (*p == ',')
             p++;
         else if (*p != '\0')
             return false;
     }
-    return config->numa_node_count > 0;
+    return *count > 0;
+}
+
+/* A 0/1 variable; unset or empty keeps *on. False (reported) for anything else. */
+static bool switch_setting(const char *name, bool *on)
+{
+    const char *value = getenv(name);
+    if (!value || !*value)
+        return true;
+    if (strcmp(value, "0") == 0 || strcmp(value, "1") == 0) {
+        *on = value[0] == '1';
+        return true;
+    }
+    sim_log("%s='%s' is not 0 or 1", name, value);
+    return false;
+}
+
+static const char *lookup_environment(const char *name)
+{
+    return getenv(name);
 }
 
 static void host_numa_nodes(sim_config *config)
@@ -140,18 +160,23 @@ CUresult sim_config_load(sim_config *config)
         sim_log("SIMCUDA_MEM='%s' is not a size (accepts bytes, or a number with K, M, G or T, e.g. 512M)", value);
         return CUDA_ERROR_INVALID_VALUE;
     }
-    if ((value = getenv("SIMCUDA_NUMA_NODES")) && *value && !parse_node_list(value, config)) {
+    if ((value = getenv("SIMCUDA_NUMA_NODES")) && *value &&
+        !parse_node_list(value, config->numa_nodes, &config->numa_node_count)) {
         sim_log("SIMCUDA_NUMA_NODES='%s' is not a node list (accepts comma-separated ids 0-1023, e.g. 0,1)", value);
         return CUDA_ERROR_INVALID_VALUE;
     }
-    if ((value = getenv("SIMCUDA_HOST_NUMA_VMM")) && *value) {
-        if (strcmp(value, "0") == 0)
-            config->host_numa_vmm = false;
-        else if (strcmp(value, "1") != 0) {
-            sim_log("SIMCUDA_HOST_NUMA_VMM='%s' is not 0 or 1", value);
-            return CUDA_ERROR_INVALID_VALUE;
-        }
+    if (!switch_setting("SIMCUDA_HOST_NUMA_VMM", &config->host_numa_vmm))
+        return CUDA_ERROR_INVALID_VALUE;
+    if ((value = getenv("SIMCUDA_CXL_NODES")) && *value &&
+        !parse_node_list(value, config->cxl_nodes, &config->cxl_node_count)) {
+        sim_log("SIMCUDA_CXL_NODES='%s' is not a node list (accepts comma-separated ids 0-1023, e.g. 1)", value);
+        return CUDA_ERROR_INVALID_VALUE;
     }
+    config->host_time = true;
+    if (!switch_setting("SIMCUDA_HOST_TIME", &config->host_time))
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!sim_profile_load(&config->profile, lookup_environment))
+        return CUDA_ERROR_INVALID_VALUE;
     if ((value = getenv("SIMCUDA_LOG")) && *value) {
         if (strcmp(value, "info") == 0)
             config->log_level = 1;
@@ -294,11 +319,6 @@ void sim_device_release(size_t bytes)
     sim.device_used -= bytes;
 }
 
-double sim_ms_between(const struct timespec *from, const struct timespec *to)
-{
-    return (double)(to->tv_sec - from->tv_sec) * 1e3 + (double)(to->tv_nsec - from->tv_nsec) / 1e6;
-}
-
 /* ---------------------------------------------------------------- init, fork, exit */
 
 CUresult sim_check_init(void)
@@ -326,13 +346,8 @@ static void exit_summary(void)
     format_bytes(cap, sizeof cap, sim.config.device_capacity);
     sim_info("exit: device memory in use %zu bytes (%s) in %zu allocations, peak %s of %s",
              sim.device_used, in_use, sim.live_device_allocations, peak, cap);
-    static const char *kind[3] = { "device", "host", "host-numa" };
-    for (int d = 0; d < 3; d++)
-        for (int s = 0; s < 3; s++)
-            if (sim.copy_bytes[d][s])
-                sim_info("exit: copied %s -> %s: %llu bytes", kind[s], kind[d],
-                         (unsigned long long)sim.copy_bytes[d][s]);
     sim_info("exit: %llu kernel launches", (unsigned long long)sim.launches);
+    sim_time_summary();
 }
 
 /* A child of a process that initialised the driver inherits no usable driver state:

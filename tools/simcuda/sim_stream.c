@@ -1,9 +1,11 @@
 /* sim_stream.c — streams and events.
  *
  * Work submitted to a stream runs before the submitting call returns (sim_exec.c), so
- * every stream is always idle: synchronising checks its argument and returns, a query
- * answers CUDA_SUCCESS, and an event is complete as soon as it is recorded. Events
- * record host time, so cuEventElapsedTime measures the work between them. */
+ * every stream is always idle: a query answers CUDA_SUCCESS and an event is complete as
+ * soon as it is recorded. Time is simulated (sim_time.h): an event records when the
+ * work before it ends, cuEventElapsedTime answers the simulated milliseconds between
+ * two, synchronising moves the host clock to the end of what it waited for, and
+ * cuStreamWaitEvent moves the stream's clock to the event's. */
 #include <stdlib.h>
 
 #include "tools/simcuda/sim_internal.h"
@@ -102,13 +104,20 @@ SIM_EXPORT CUresult cuStreamDestroy_v2(CUstream handle)
 
 static CUresult stream_synchronize(CUstream handle)
 {
-    return sim_stream_enter(handle, NULL);
+    sim_stream *stream;
+    CUresult result = sim_stream_enter(handle, &stream);
+    if (result == CUDA_SUCCESS) {
+        sim_lock();
+        sim_time_synchronize(sim_time_stream_done(stream));
+        sim_unlock();
+    }
+    return result;
 }
 
 SIM_EXPORT CUresult cuStreamSynchronize(CUstream handle) { return stream_synchronize(handle); }
 SIM_EXPORT CUresult cuStreamSynchronize_ptsz(CUstream handle) { return stream_synchronize(handle); }
-SIM_EXPORT CUresult cuStreamQuery(CUstream handle) { return stream_synchronize(handle); }
-SIM_EXPORT CUresult cuStreamQuery_ptsz(CUstream handle) { return stream_synchronize(handle); }
+SIM_EXPORT CUresult cuStreamQuery(CUstream handle) { return sim_stream_enter(handle, NULL); }
+SIM_EXPORT CUresult cuStreamQuery_ptsz(CUstream handle) { return sim_stream_enter(handle, NULL); }
 
 static CUresult stream_wait_event(CUstream handle, CUevent event_handle, unsigned int flags)
 {
@@ -119,8 +128,11 @@ static CUresult stream_wait_event(CUstream handle, CUevent event_handle, unsigne
     CUresult result = sim_current_context_locked(NULL);
     if (result == CUDA_SUCCESS)
         result = sim_stream_resolve(handle, &stream);
-    if (result == CUDA_SUCCESS && !sim_object_find(event_handle, SIM_EVENT))
+    sim_event *event = result == CUDA_SUCCESS ? sim_object_find(event_handle, SIM_EVENT) : NULL;
+    if (result == CUDA_SUCCESS && !event)
         result = CUDA_ERROR_INVALID_HANDLE;
+    if (result == CUDA_SUCCESS && event->recorded)
+        sim_time_advance(stream, event->when_ns);
     sim_unlock();
     return result;
 }
@@ -250,7 +262,8 @@ static CUresult event_record(CUevent handle, CUstream stream_handle, unsigned in
     if (result == CUDA_SUCCESS && (!event || event->ctx != (stream ? stream->ctx : ctx)))
         result = CUDA_ERROR_INVALID_HANDLE; /* event and stream must share a context */
     if (result == CUDA_SUCCESS) {
-        clock_gettime(CLOCK_MONOTONIC, &event->when);
+        sim_time_host_enter();
+        event->when_ns = sim_time_ready(stream);
         event->recorded = true;
     }
     sim_unlock();
@@ -264,18 +277,22 @@ SIM_EXPORT CUresult cuEventRecordWithFlags(CUevent event, CUstream stream, unsig
 SIM_EXPORT CUresult cuEventRecordWithFlags_ptsz(CUevent event, CUstream stream, unsigned int flags)
 { return event_record(event, stream, flags); }
 
-static CUresult event_check(CUevent handle)
+/* wait: cuEventSynchronize (the host clock moves to the event's time), else a query. */
+static CUresult event_check(CUevent handle, bool wait)
 {
     sim_lock();
     CUresult result = sim_check_init();
-    if (result == CUDA_SUCCESS && !sim_object_find(handle, SIM_EVENT))
+    sim_event *event = result == CUDA_SUCCESS ? sim_object_find(handle, SIM_EVENT) : NULL;
+    if (result == CUDA_SUCCESS && !event)
         result = CUDA_ERROR_INVALID_HANDLE;
+    if (result == CUDA_SUCCESS && wait && event->recorded)
+        sim_time_synchronize(event->when_ns);
     sim_unlock();
     return result;
 }
 
-SIM_EXPORT CUresult cuEventSynchronize(CUevent handle) { return event_check(handle); }
-SIM_EXPORT CUresult cuEventQuery(CUevent handle) { return event_check(handle); }
+SIM_EXPORT CUresult cuEventSynchronize(CUevent handle) { return event_check(handle, true); }
+SIM_EXPORT CUresult cuEventQuery(CUevent handle) { return event_check(handle, false); }
 
 static CUresult event_elapsed(float *ms, CUevent start_handle, CUevent end_handle)
 {
@@ -293,7 +310,7 @@ static CUresult event_elapsed(float *ms, CUevent start_handle, CUevent end_handl
     } else if (!start->recorded || !end->recorded) {
         result = CUDA_ERROR_INVALID_HANDLE;
     } else {
-        *ms = (float)sim_ms_between(&start->when, &end->when);
+        *ms = (float)((end->when_ns - start->when_ns) / 1e6);
     }
     sim_unlock();
     return result;

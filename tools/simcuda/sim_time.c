@@ -1,0 +1,311 @@
+/* sim_time.c — simulated clocks, shared resources, the per-location split of what work
+ * touches, and the cost of copies and kernels (the model is described in sim_time.h).
+ * Every function runs with the simcuda lock held. */
+#include <math.h>
+#include <stdio.h>
+#include <time.h>
+
+#include "tools/simcuda/sim_internal.h"
+
+const char *const sim_location_names[SIM_LOC_COUNT] = { "device", "host", "host-numa", "cxl", "managed" };
+
+static const char *const resource_names[SIM_RES_COUNT] = {
+    "copy engine h2d", "copy engine d2h", "link h2d", "link d2h", "hbm",
+};
+
+typedef struct resource {
+    double free_ns;         /* when its current occupant is done */
+    double busy_ns;         /* total time occupied */
+} resource;
+
+static struct {
+    double host_ns;             /* the host clock */
+    struct timespec host_mark;  /* wall time of the last enter or leave */
+    bool marked;
+    double default_ns;          /* the legacy default stream's clock */
+    double blocking_ns;         /* the latest end of work on blocking streams */
+    double device_ns;           /* the latest end of any work */
+    resource res[SIM_RES_COUNT];
+    uint64_t seq;
+    /* statistics for the exit summary */
+    uint64_t kernel_bytes[2][SIM_LOC_COUNT];  /* [0 read, 1 written][location] */
+    uint64_t v1_launches;
+    uint64_t declared_launches;
+} tm;
+
+/* ---------------------------------------------------------------- locations */
+
+static bool cxl_node(int node)
+{
+    for (int i = 0; i < sim.config.cxl_node_count; i++)
+        if (sim.config.cxl_nodes[i] == node)
+            return true;
+    return false;
+}
+
+sim_location sim_location_at(uintptr_t address, uint64_t *run)
+{
+    sim_region *region = sim_region_find(TREE_REGIONS, address);
+    if (!region) {
+        *run = UINT64_MAX; /* pageable host memory, as far as simcuda knows */
+        return SIM_LOC_HOST;
+    }
+    *run = region->base + region->size - address;
+    switch (region->kind) {
+    case REGION_DEVICE:
+        return region->managed ? SIM_LOC_MANAGED : SIM_LOC_DEVICE;
+    case REGION_MAPPING:
+        switch (region->phys->prop.location.type) {
+        case CU_MEM_LOCATION_TYPE_DEVICE: return SIM_LOC_DEVICE;
+        case CU_MEM_LOCATION_TYPE_HOST_NUMA:
+            return cxl_node(region->phys->prop.location.id) ? SIM_LOC_CXL : SIM_LOC_HOST_NUMA;
+        default: return SIM_LOC_HOST;
+        }
+    default:
+        return SIM_LOC_HOST;
+    }
+}
+
+void sim_cost_range(sim_cost *cost, uintptr_t address, uint64_t bytes, bool is_write)
+{
+    while (bytes > 0) {
+        uint64_t run;
+        sim_location where = sim_location_at(address, &run);
+        uint64_t piece = run < bytes ? run : bytes;
+        if (is_write)
+            cost->written[where] += piece;
+        else
+            cost->read[where] += piece;
+        address += piece;
+        bytes -= piece;
+    }
+}
+
+uint64_t sim_time_next_seq(void)
+{
+    return ++tm.seq;
+}
+
+/* ---------------------------------------------------------------- clocks */
+
+static double wall_ns_since(const struct timespec *mark, struct timespec *now)
+{
+    clock_gettime(CLOCK_MONOTONIC, now);
+    return (double)(now->tv_sec - mark->tv_sec) * 1e9 + (double)(now->tv_nsec - mark->tv_nsec);
+}
+
+double sim_time_host_enter(void)
+{
+    struct timespec now;
+    double gap = wall_ns_since(&tm.host_mark, &now);
+    if (tm.marked && sim.config.host_time && gap > 0)
+        tm.host_ns += gap;
+    tm.host_mark = now;
+    tm.marked = true;
+    return tm.host_ns;
+}
+
+void sim_time_host_leave(void)
+{
+    clock_gettime(CLOCK_MONOTONIC, &tm.host_mark);
+    tm.marked = true;
+}
+
+void sim_time_host_wait(double t)
+{
+    if (t > tm.host_ns)
+        tm.host_ns = t;
+}
+
+void sim_time_synchronize(double t)
+{
+    sim_time_host_enter();
+    sim_time_host_wait(t);
+    sim_time_host_leave();
+}
+
+static bool blocking(const sim_stream *stream)
+{
+    return !(stream->flags & CU_STREAM_NON_BLOCKING);
+}
+
+double sim_time_stream_done(const sim_stream *stream)
+{
+    if (!stream)
+        return fmax(tm.default_ns, tm.blocking_ns);
+    return blocking(stream) ? fmax(stream->clock_ns, tm.default_ns) : stream->clock_ns;
+}
+
+double sim_time_ready(const sim_stream *stream)
+{
+    return fmax(tm.host_ns, sim_time_stream_done(stream));
+}
+
+double sim_time_device_done(void)
+{
+    return tm.device_ns;
+}
+
+void sim_time_advance(sim_stream *stream, double t)
+{
+    if (!stream) {
+        tm.default_ns = fmax(tm.default_ns, t);
+    } else {
+        stream->clock_ns = fmax(stream->clock_ns, t);
+        if (blocking(stream))
+            tm.blocking_ns = fmax(tm.blocking_ns, t);
+    }
+    tm.device_ns = fmax(tm.device_ns, t);
+}
+
+double sim_time_occupy(sim_resource which, double earliest, double ns)
+{
+    resource *r = &tm.res[which];
+    if (ns <= 0)
+        return earliest;
+    double start = fmax(earliest, r->free_ns);
+    r->free_ns = start + ns;
+    r->busy_ns += ns;
+    return r->free_ns;
+}
+
+/* ---------------------------------------------------------------- copies */
+
+static bool device_side(sim_location where)
+{
+    return where == SIM_LOC_DEVICE || where == SIM_LOC_MANAGED;
+}
+
+/* One direction of the link through its copy engine. While the other direction is busy
+ * the two share bidir_gbps in proportion to their own rates (PCIe 5: 83 GB/s in all,
+ * not 2 x 50). */
+static double link_copy(bool to_device, double earliest, uint64_t bytes, double gbps)
+{
+    const sim_profile *p = &sim.config.profile;
+    sim_resource ce = to_device ? SIM_RES_CE_H2D : SIM_RES_CE_D2H;
+    sim_resource lane = to_device ? SIM_RES_LINK_H2D : SIM_RES_LINK_D2H;
+    double other_gbps = to_device ? p->d2h_gbps : p->h2d_gbps;
+    double other_free = tm.res[to_device ? SIM_RES_LINK_D2H : SIM_RES_LINK_H2D].free_ns;
+    double start = fmax(earliest, fmax(tm.res[ce].free_ns, tm.res[lane].free_ns));
+    double shared_gbps = fmin(gbps, p->bidir_gbps * gbps / (gbps + other_gbps));
+    double ns = (double)bytes / gbps;
+    if (other_free > start) {
+        double window = other_free - start;
+        double in_window = window * shared_gbps;
+        ns = (double)bytes <= in_window ? (double)bytes / shared_gbps
+                                        : window + ((double)bytes - in_window) / gbps;
+    }
+    double end = sim_time_occupy(ce, start, ns);
+    sim_time_occupy(lane, start, ns);
+    return end;
+}
+
+/* Charges one piece of a copy whose two sides each lie in one location. */
+static double copy_piece(double earliest, sim_location dst, sim_location src, uint64_t bytes)
+{
+    const sim_profile *p = &sim.config.profile;
+    sim.copy_bytes[dst][src] += bytes;
+    if (device_side(dst) && device_side(src)) /* read and write HBM */
+        return sim_time_occupy(SIM_RES_HBM, earliest, 2.0 * (double)bytes / p->hbm_gbps);
+    if (device_side(dst))
+        return link_copy(true, earliest, bytes, src == SIM_LOC_CXL ? fmin(p->h2d_gbps, p->cxl_gbps) : p->h2d_gbps);
+    if (device_side(src))
+        return link_copy(false, earliest, bytes, dst == SIM_LOC_CXL ? fmin(p->d2h_gbps, p->cxl_gbps) : p->d2h_gbps);
+    /* host to host: through the host-to-device copy engine, at its rate */
+    return link_copy(true, earliest, bytes, p->h2d_gbps);
+}
+
+double sim_time_copy(sim_stream *stream, uintptr_t dst, uintptr_t src, uint64_t bytes)
+{
+    double start = sim_time_ready(stream) + sim.config.profile.copy_us * 1e3;
+    double end = start;
+    /* Pieces run one after the other: one copy engine per direction. */
+    while (bytes > 0) {
+        uint64_t dst_run, src_run;
+        sim_location d = sim_location_at(dst, &dst_run);
+        sim_location s = sim_location_at(src, &src_run);
+        uint64_t piece = bytes;
+        if (dst_run < piece)
+            piece = dst_run;
+        if (src_run < piece)
+            piece = src_run;
+        end = copy_piece(end, d, s, piece);
+        dst += piece;
+        src += piece;
+        bytes -= piece;
+    }
+    sim_time_advance(stream, end);
+    return end;
+}
+
+/* ---------------------------------------------------------------- kernels */
+
+double sim_time_kernel(sim_stream *stream, const sim_cost *cost, double overhead_us)
+{
+    const sim_profile *p = &sim.config.profile;
+    double start = sim_time_ready(stream) + overhead_us * 1e3;
+    double end = start;
+    if (!cost || !cost->declared) {
+        tm.v1_launches += cost == NULL;
+    } else {
+        tm.declared_launches++;
+        double hbm = 0, in = 0, out = 0, latency = 0;
+        for (int loc = 0; loc < SIM_LOC_COUNT; loc++) {
+            tm.kernel_bytes[0][loc] += cost->read[loc];
+            tm.kernel_bytes[1][loc] += cost->written[loc];
+            if (device_side((sim_location)loc)) {
+                hbm += (double)(cost->read[loc] + cost->written[loc]) / p->hbm_gbps;
+                continue;
+            }
+            double gbps = loc == SIM_LOC_CXL ? fmin(p->zero_copy_gbps, p->cxl_gbps) : p->zero_copy_gbps;
+            in += (double)cost->read[loc] / gbps;
+            out += (double)cost->written[loc] / gbps;
+            if (cost->read[loc] + cost->written[loc])
+                latency = fmax(latency, p->host_latency_us * 1e3 + (loc == SIM_LOC_CXL ? p->cxl_latency_us * 1e3 : 0));
+        }
+        /* The roofline: the slowest of the memory streams and the arithmetic. */
+        end = fmax(end, start + cost->flops / (p->tflops * 1e3));
+        end = fmax(end, sim_time_occupy(SIM_RES_HBM, start, hbm));
+        /* Host memory streams over the link once its first access latency is paid. */
+        end = fmax(end, sim_time_occupy(SIM_RES_LINK_H2D, start + latency, in));
+        end = fmax(end, sim_time_occupy(SIM_RES_LINK_D2H, start + latency, out));
+    }
+    sim_time_advance(stream, end);
+    return end;
+}
+
+/* ---------------------------------------------------------------- summary */
+
+static void format_gib(char *out, size_t size, uint64_t bytes)
+{
+    snprintf(out, size, "%.3f GiB", (double)bytes / (1ull << 30));
+}
+
+void sim_time_summary(void)
+{
+    const sim_profile *p = &sim.config.profile;
+    double total = fmax(tm.device_ns, tm.host_ns);
+    sim_info("exit: simulated time %.3f ms on profile %s (device busy until %.3f ms)", total / 1e6, p->name,
+             tm.device_ns / 1e6);
+    for (int loc = 0; loc < SIM_LOC_COUNT; loc++)
+        if (tm.kernel_bytes[0][loc] || tm.kernel_bytes[1][loc]) {
+            char r[32], w[32];
+            format_gib(r, sizeof r, tm.kernel_bytes[0][loc]);
+            format_gib(w, sizeof w, tm.kernel_bytes[1][loc]);
+            sim_info("exit: kernels in %s: read %s, wrote %s", sim_location_names[loc], r, w);
+        }
+    for (int d = 0; d < SIM_LOC_COUNT; d++)
+        for (int s = 0; s < SIM_LOC_COUNT; s++)
+            if (sim.copy_bytes[d][s])
+                sim_info("exit: copied %s -> %s: %llu bytes", sim_location_names[s], sim_location_names[d],
+                         (unsigned long long)sim.copy_bytes[d][s]);
+    for (int r = 0; r < SIM_RES_COUNT; r++)
+        if (tm.res[r].busy_ns > 0)
+            sim_info("exit: %s busy %.3f ms (%.1f%% of simulated time)", resource_names[r], tm.res[r].busy_ns / 1e6,
+                     total > 0 ? 100.0 * tm.res[r].busy_ns / total : 0.0);
+    sim_info("exit: %llu kernel launches charged the roofline of what they declared",
+             (unsigned long long)tm.declared_launches);
+    if (tm.v1_launches)
+        sim_info("exit: %llu kernel launches of ABI 1 modules were charged the launch overhead only (they declare "
+                 "nothing they touch)", (unsigned long long)tm.v1_launches);
+}
