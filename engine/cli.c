@@ -236,8 +236,13 @@ int main(int argc, char **argv)
         fprintf(stderr, "error: %s\n", err);
         goto out;
     }
-    if (o.verbose)
+    if (o.verbose) {
         fprintf(stderr, "tiermem-llm: kernels from %s\n", drv.module_path);
+        fprintf(stderr, "tiermem-llm: model: arch=%s layers=%d dim=%d heads=%d kv_heads=%d head_dim=%d ffn=%d "
+                "vocab=%d rope=%s rope_base=%g rope_freqs=%s\n", cfg.arch_name, cfg.n_layers, cfg.dim, cfg.n_heads,
+                cfg.n_kv_heads, cfg.head_dim, cfg.ffn_dim, cfg.vocab, cfg.rope_neox ? "neox" : "normal",
+                cfg.rope_base, gguf_find_tensor(&f, "rope_freqs.weight") ? "yes" : "no");
+    }
 
     int32_t max_tokens = longest < PREFILL_CHUNK ? longest : PREFILL_CHUNK;
     if (max_tokens < n_prompts) max_tokens = n_prompts;

@@ -20,7 +20,12 @@ typedef struct tensor_spec {
     bool optional;
 } tensor_spec;
 
-/* Fills specs (3 + 9 * n_layers entries) in upload order. */
+#define GLOBAL_TENSORS 4     /* token_embd, output_norm, output, rope_freqs */
+#define LAYER_TENSORS 14     /* the llama block's 9, q/k/v biases, q/k norms */
+#define MAX_TENSORS(c) (GLOBAL_TENSORS + LAYER_TENSORS * (size_t)(c)->n_layers)
+
+/* Fills specs (MAX_TENSORS entries) in upload order; tensors an architecture does not
+ * have are listed as optional and stay absent. */
 static int64_t list_tensors(const llama_config *c, tensor_spec *s)
 {
     int64_t n = 0, q_dim = (int64_t)c->n_heads * c->head_dim, kv_dim = (int64_t)c->n_kv_heads * c->head_dim;
@@ -29,6 +34,7 @@ static int64_t list_tensors(const llama_config *c, tensor_spec *s)
     SPEC(ROLE_MATRIX, c->dim, c->vocab, false, "token_embd.weight");
     SPEC(ROLE_NORM, c->dim, 1, false, "output_norm.weight");
     SPEC(ROLE_MATRIX, c->dim, c->vocab, true, "output.weight");
+    SPEC(ROLE_NORM, c->rot_dim / 2, 1, true, "rope_freqs.weight");
     for (int32_t l = 0; l < c->n_layers; l++) {
         SPEC(ROLE_NORM, c->dim, 1, false, "blk.%d.attn_norm.weight", l);
         SPEC(ROLE_MATRIX, c->dim, q_dim, false, "blk.%d.attn_q.weight", l);
@@ -39,6 +45,11 @@ static int64_t list_tensors(const llama_config *c, tensor_spec *s)
         SPEC(ROLE_MATRIX, c->dim, c->ffn_dim, false, "blk.%d.ffn_gate.weight", l);
         SPEC(ROLE_MATRIX, c->dim, c->ffn_dim, false, "blk.%d.ffn_up.weight", l);
         SPEC(ROLE_MATRIX, c->ffn_dim, c->dim, false, "blk.%d.ffn_down.weight", l);
+        SPEC(ROLE_NORM, q_dim, 1, !c->qkv_bias, "blk.%d.attn_q.bias", l);
+        SPEC(ROLE_NORM, kv_dim, 1, !c->qkv_bias, "blk.%d.attn_k.bias", l);
+        SPEC(ROLE_NORM, kv_dim, 1, !c->qkv_bias, "blk.%d.attn_v.bias", l);
+        SPEC(ROLE_NORM, c->head_dim, 1, !c->qk_norm, "blk.%d.attn_q_norm.weight", l);
+        SPEC(ROLE_NORM, c->head_dim, 1, !c->qk_norm, "blk.%d.attn_k_norm.weight", l);
     }
 #undef SPEC
     return n;
@@ -73,7 +84,7 @@ static int check_one(const gguf_file *f, const tensor_spec *s, char *err, size_t
 
 int weights_check(const gguf_file *f, const llama_config *cfg, char *err, size_t errlen)
 {
-    tensor_spec *specs = calloc(3 + 9 * (size_t)cfg->n_layers, sizeof *specs);
+    tensor_spec *specs = calloc(MAX_TENSORS(cfg), sizeof *specs);
     if (!specs) return tm_fail(err, errlen, "out of host memory");
     int64_t n = list_tensors(cfg, specs);
     int rc = 0;
@@ -90,7 +101,7 @@ static int64_t device_bytes(const gguf_tensor *t, role r)
 
 int64_t weights_bytes(const gguf_file *f, const llama_config *cfg)
 {
-    tensor_spec *specs = calloc(3 + 9 * (size_t)cfg->n_layers, sizeof *specs);
+    tensor_spec *specs = calloc(MAX_TENSORS(cfg), sizeof *specs);
     if (!specs) return -1;
     int64_t n = list_tensors(cfg, specs), total = 0;
     for (int64_t i = 0; i < n; i++) {
@@ -147,7 +158,7 @@ int weights_upload(model_weights *w, const tm_driver *drv, const gguf_file *f, c
                    char *err, size_t errlen)
 {
     memset(w, 0, sizeof *w);
-    size_t max_specs = 3 + 9 * (size_t)cfg->n_layers;
+    size_t max_specs = MAX_TENSORS(cfg);
     tensor_spec *specs = calloc(max_specs, sizeof *specs);
     w->layers = calloc((size_t)cfg->n_layers, sizeof *w->layers);
     w->allocs = calloc(max_specs, sizeof *w->allocs);
@@ -161,7 +172,7 @@ int weights_upload(model_weights *w, const tm_driver *drv, const gguf_file *f, c
     int rc = 0;
     for (int64_t i = 0; i < n && rc == 0; i++) {
         const gguf_tensor *t = gguf_find_tensor(f, specs[i].name);
-        if (!t) continue; /* only output.weight may be absent (checked before) */
+        if (!t) continue; /* only optional tensors may be absent (checked before) */
         int64_t bytes = device_bytes(t, specs[i].role);
         CUdeviceptr p = 0;
         CUresult cr = drv->cuMemAlloc(&p, (size_t)bytes);
@@ -186,13 +197,14 @@ int weights_upload(model_weights *w, const tm_driver *drv, const gguf_file *f, c
             break;
         }
         dev_matrix m = {p, (int32_t)t->type, (int32_t)specs[i].n_in, (int32_t)specs[i].n_out};
-        /* route the allocation to its field by list position: 3 globals, then 9 per layer */
+        /* route the allocation to its field by list position: the globals, then each layer's */
         if (i == 0) w->token_embd = m;
         else if (i == 1) w->output_norm = p;
         else if (i == 2) w->output = m;
+        else if (i == 3) w->rope_freqs = p;
         else {
-            layer_weights *L = &w->layers[(i - 3) / 9];
-            switch ((i - 3) % 9) {
+            layer_weights *L = &w->layers[(i - GLOBAL_TENSORS) / LAYER_TENSORS];
+            switch ((i - GLOBAL_TENSORS) % LAYER_TENSORS) {
             case 0: L->attn_norm = p; break;
             case 1: L->wq = m; break;
             case 2: L->wk = m; break;
@@ -202,6 +214,11 @@ int weights_upload(model_weights *w, const tm_driver *drv, const gguf_file *f, c
             case 6: L->w_gate = m; break;
             case 7: L->w_up = m; break;
             case 8: L->w_down = m; break;
+            case 9: L->bq = p; break;
+            case 10: L->bk = p; break;
+            case 11: L->bv = p; break;
+            case 12: L->q_norm = p; break;
+            case 13: L->k_norm = p; break;
             }
         }
     }

@@ -209,10 +209,13 @@ static inline TM_HD unsigned tm_div_up(int64_t n, int64_t d) {
     P(int32_t, n_out)                                                                   \
     P(int32_t, out_stride)
 
-/* tm_rope: rotates adjacent pairs (2i, 2i+1), i < rot_dim/2, of every head of every
- * token, in place, by angle pos[t] * base^(-2i/rot_dim) (GGUF / llama.cpp "normal"
- * order). Dimensions from rot_dim up are left alone. Token t's heads start at
- * x + t * row_stride (row_stride = n_heads * head_dim for a plain q or k buffer). */
+/* tm_rope: rotates pairs of every head of every token, in place, by angle
+ * pos[t] * base^(-2i/rot_dim) / freq_factors[i] (freq_factors NULL: no division; Llama 3.1
+ * files carry them as rope_freqs.weight). Pair i < rot_dim/2 is (2i, 2i+1) when neox is 0
+ * (GGUF / llama.cpp "normal" order, llama files), (i, i + rot_dim/2) when it is 1 (the
+ * NEOX order of Qwen files). Dimensions from rot_dim up are left alone. Token t's heads
+ * start at x + t * row_stride (row_stride = n_heads * head_dim for a plain q or k
+ * buffer). A launch that names only the first eight arguments gets neither. */
 #define TM_PARAMS_rope(P)                                                               \
     P(float *, x)            /* [n_tokens][row_stride], heads [n_heads][head_dim] */    \
     P(const int32_t *, pos)  /* [n_tokens] position of each token */                    \
@@ -221,7 +224,9 @@ static inline TM_HD unsigned tm_div_up(int64_t n, int64_t d) {
     P(int32_t, head_dim)                                                                \
     P(int32_t, rot_dim)                                                                 \
     P(int32_t, row_stride)                                                              \
-    P(float, base)
+    P(float, base)                                                                      \
+    P(const float *, freq_factors) /* [rot_dim / 2] or NULL */                          \
+    P(int32_t, neox)
 
 /* tm_silu_mul: out[i] = silu(gate[i]) * up[i], silu(g) = g / (1 + exp(-g)).
  * out may alias gate or up. */
@@ -588,6 +593,7 @@ static inline const char *tm_check_rope(const struct tm_args_rope *a) {
     if ((int64_t)a->row_stride < (int64_t)a->n_heads * a->head_dim)
         return "rope: row_stride must be >= n_heads * head_dim";
     if (!(a->base > 0)) return "rope: base must be > 0";
+    if (a->neox != 0 && a->neox != 1) return "rope: neox must be 0 or 1";
     return NULL;
 }
 static inline const char *tm_check_silu_mul(const struct tm_args_silu_mul *a) {

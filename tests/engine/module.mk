@@ -15,4 +15,5 @@ $(ENGINE_TEST_PROGS): $(O)/tests/%: $(O)/obj/tests/engine/%.o $(ENGINE_LIB_OBJS)
 TEST_PROGS += $(ENGINE_TEST_PROGS)
 # The engine on simcuda; they need the engine, the model generator, simcuda and the
 # host-kernel library built (all part of `make`).
-TEST_SCRIPTS += tests/engine/test_engine.sh tests/engine/test_engine_errors.sh tests/engine/test_generated_model.sh
+TEST_SCRIPTS += tests/engine/test_engine.sh tests/engine/test_engine_errors.sh tests/engine/test_generated_model.sh \
+                tests/engine/test_architectures.sh

@@ -387,7 +387,7 @@ static void case_rope(uint64_t *rng) {
     for (int i = 0; i < n; i++) pos[i] = (int32_t)(rng_next(rng) % 8192);
     float *x0 = malloc(sizeof(float) * n * stride);
     memcpy(x0, x, sizeof(float) * n * stride);
-    struct tm_args_rope a = {x, pos, n, heads, hd, hd, stride, 10000.0f};
+    struct tm_args_rope a = {x, pos, n, heads, hd, hd, stride, 10000.0f, NULL, 0};
     RUN(tm_rope, rope, rope, a);
     double *tol = tol_new((int64_t)n * stride);
     for (int64_t i = 0; i < (int64_t)n * stride; i++) {
@@ -395,6 +395,18 @@ static void case_rope(uint64_t *rng) {
         tol[i] = 16 * U * (fabsf(x0[pair]) + fabsf(x0[pair + 1]));
     }
     expect_close("rope 50 tokens x 32 heads x 128, positions < 8192", x, tol, (int64_t)n * stride);
+    /* NEOX pairs and frequency factors (Qwen; Llama 3.1's rope_freqs): same bounds. */
+    float *factors = buf_new(sizeof(float) * hd / 2);
+    for (int i = 0; i < hd / 2; i++) factors[i] = 1.0f + (float)(rng_next(rng) % 32);
+    memcpy(x, x0, sizeof(float) * n * stride);
+    struct tm_args_rope b = {x, pos, n, heads, hd, hd, stride, 500000.0f, factors, 1};
+    RUN(tm_rope, rope, rope, b);
+    for (int64_t i = 0; i < (int64_t)n * stride; i++) {
+        int64_t c = i % stride, d = c % hd, head0 = i - d, pair = d % (hd / 2);
+        tol[i] = c >= heads * hd ? 0 /* past the heads: untouched */
+                 : 16 * U * (fabsf(x0[head0 + pair]) + fabsf(x0[head0 + pair + hd / 2])) + 1e-37;
+    }
+    expect_close("rope, NEOX pairs with frequency factors", x, tol, (int64_t)n * stride);
     free(tol);
     free(x0);
     bufs_free();
@@ -607,7 +619,7 @@ static void case_empty(void) {
     RUN(tm_embed_f32, embed, embed, e);
     struct tm_args_rmsnorm r = {out, x, x, 0, 16, 1e-5f};
     RUN(tm_rmsnorm, rmsnorm, rmsnorm, r);
-    struct tm_args_rope ro = {out, ids, 0, 2, 8, 8, 16, 10000.0f};
+    struct tm_args_rope ro = {out, ids, 0, 2, 8, 8, 16, 10000.0f, NULL, 0};
     RUN(tm_rope, rope, rope, ro);
     struct tm_args_kv_append k = {out, out, x, x, ids, 0, 2, 8, 16, 16, 16, 1, 1};
     RUN(tm_kv_append_f32, kv_append, kv_append, k);

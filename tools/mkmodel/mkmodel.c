@@ -1,4 +1,4 @@
-/* tiermem-mkmodel — writes a llama-architecture GGUF with random weights.
+/* tiermem-mkmodel — writes a llama-family GGUF (llama, qwen2, qwen3) with random weights.
  *
  * For tests and benchmarks at sizes no real test model has. Weights are seeded and
  * deterministic (one stream per tensor, from --seed and the tensor name), uniform with
@@ -36,8 +36,14 @@ static const struct {
 };
 #define TYPE_NAMES "f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, q4_k_m or q5_k_m"
 
+typedef enum arch { ARCH_LLAMA, ARCH_QWEN2, ARCH_QWEN3 } arch;
+static const char *const ARCH_NAMES[] = {"llama", "qwen2", "qwen3"};
+
 typedef struct shape {
+    arch arch;
     int64_t layers, dim, heads, kv_heads, ffn, vocab, ctx;
+    int64_t head_dim;       /* 0: dim / heads; else written as attention.key_length */
+    bool rope_freqs;        /* write rope_freqs.weight with Llama 3.1's factors */
     float rope_base;
     int wtype, wtype_fine;  /* most matrices; output, attn_v and ffn_down */
     int type_index;         /* in TYPES */
@@ -158,26 +164,56 @@ static int write_ones(gguf_writer *w, int64_t n)
     return gw_end_tensor(w);
 }
 
+/* Llama 3.1's frequency factors (what llama.cpp's converter writes as rope_freqs.weight):
+ * 1 for wavelengths below 8192 / 4, 8 above 8192 / 1, smoothly between. */
+static int write_llama3_freqs(gguf_writer *w, int64_t n_pairs, int64_t rot_dim, float base)
+{
+    const double factor = 8, low = 1, high = 4, old_ctx = 8192;
+    for (int64_t i = 0; i < n_pairs; i++) {
+        double freq = pow(base, -2.0 * (double)i / (double)rot_dim), wavelen = 2 * M_PI / freq, f;
+        if (wavelen < old_ctx / high) f = 1;
+        else if (wavelen > old_ctx / low) f = factor;
+        else {
+            double smooth = (old_ctx / wavelen - low) / (high - low);
+            f = 1 / ((1 - smooth) / factor + smooth);
+        }
+        float v = (float)f;
+        if (gw_write_data(w, &v, 4)) return -1;
+    }
+    return gw_end_tensor(w);
+}
+
 /* ----------------------------------------------------------------------------
  * Shape */
+
+typedef enum contents { RANDOM, ONES, LLAMA3_FREQS } contents;
 
 typedef struct tensor_plan {
     char name[64];
     int64_t n_in, n_out;    /* a vector when n_out == 0 */
     int wtype;
     float amp;
+    contents what;          /* vectors: norms are ONES, biases RANDOM */
 } tensor_plan;
+
+#define MAX_PLAN(sh) (4 + 14 * (size_t)(sh)->layers)
 
 static int64_t plan_tensors(const shape *sh, tensor_plan *plan)
 {
-    int64_t head_dim = sh->dim / sh->heads, kv_dim = head_dim * sh->kv_heads, n = 0;
+    int64_t head_dim = sh->head_dim ? sh->head_dim : sh->dim / sh->heads, kv_dim = head_dim * sh->kv_heads;
+    int64_t q_dim = head_dim * sh->heads, n = 0;
     float sqrt3 = sqrtf(3.0f); /* uniform [-a, a] has variance a^2 / 3 */
 #define ADD(nm, in, out, wt, amp_) do { \
         snprintf(plan[n].name, sizeof plan[n].name, "%s", nm); \
-        plan[n].n_in = in; plan[n].n_out = out; plan[n].wtype = wt; plan[n].amp = amp_; n++; } while (0)
+        plan[n].n_in = in; plan[n].n_out = out; plan[n].wtype = wt; plan[n].amp = amp_; \
+        plan[n].what = (out) || (amp_) != 1 ? RANDOM : ONES; n++; } while (0)
     ADD("token_embd.weight", sh->dim, sh->vocab, sh->wtype, sqrt3);
     ADD("output_norm.weight", sh->dim, 0, T_F32, 1);
     if (!sh->tied) ADD("output.weight", sh->dim, sh->vocab, sh->wtype_fine, 4 * sqrt3 / sqrtf((float)sh->dim));
+    if (sh->rope_freqs) {
+        ADD("rope_freqs.weight", head_dim / 2, 0, T_F32, 1);
+        plan[n - 1].what = LLAMA3_FREQS;
+    }
     for (int64_t l = 0; l < sh->layers; l++) {
         char nm[64];
         float a_dim = sqrt3 / sqrtf((float)sh->dim), a_ffn = sqrt3 / sqrtf((float)sh->ffn);
@@ -185,14 +221,23 @@ static int64_t plan_tensors(const shape *sh, tensor_plan *plan)
         ADD(nm, in, out, (out) ? (wt) : T_F32, amp_); } while (0)
 #define BLK(suffix, in, out, amp_) BLK_T(suffix, in, out, sh->wtype, amp_)
         BLK("attn_norm.weight", sh->dim, 0, 1);
-        BLK("attn_q.weight", sh->dim, sh->dim, a_dim);
+        BLK("attn_q.weight", sh->dim, q_dim, a_dim);
         BLK("attn_k.weight", sh->dim, kv_dim, a_dim);
         BLK_T("attn_v.weight", sh->dim, kv_dim, sh->wtype_fine, a_dim);
-        BLK("attn_output.weight", sh->dim, sh->dim, a_dim);
+        BLK("attn_output.weight", q_dim, sh->dim, sqrt3 / sqrtf((float)q_dim));
         BLK("ffn_norm.weight", sh->dim, 0, 1);
         BLK("ffn_gate.weight", sh->dim, sh->ffn, a_dim);
         BLK("ffn_up.weight", sh->dim, sh->ffn, a_dim);
         BLK_T("ffn_down.weight", sh->ffn, sh->dim, sh->wtype_fine, a_ffn);
+        if (sh->arch == ARCH_QWEN2) { /* biases: small random vectors */
+            BLK("attn_q.bias", q_dim, 0, 0.5f);
+            BLK("attn_k.bias", kv_dim, 0, 0.5f);
+            BLK("attn_v.bias", kv_dim, 0, 0.5f);
+        }
+        if (sh->arch == ARCH_QWEN3) { /* per-head norms */
+            BLK("attn_q_norm.weight", head_dim, 0, 1);
+            BLK("attn_k_norm.weight", head_dim, 0, 1);
+        }
 #undef BLK
 #undef BLK_T
     }
@@ -207,7 +252,7 @@ static int64_t tensor_bytes(const tensor_plan *t)
 
 static int64_t model_bytes(const shape *sh)
 {
-    tensor_plan *plan = calloc((size_t)(3 + 9 * sh->layers), sizeof *plan);
+    tensor_plan *plan = calloc(MAX_PLAN(sh), sizeof *plan);
     int64_t n = plan_tensors(sh, plan), total = 0;
     for (int64_t i = 0; i < n; i++) total += (tensor_bytes(&plan[i]) + 31) / 32 * 32;
     free(plan);
@@ -295,6 +340,10 @@ static void usage(FILE *f)
         "  --ctx N             context length (default 2048)\n"
         "  --rope-base F       RoPE base (default 10000)\n"
         "  --tied              omit output.weight (the embedding is reused)\n"
+        "  --arch A            llama (default; also Mistral's), qwen2 (q/k/v biases) or qwen3\n"
+        "                      (q/k norms); keys are written under A.*\n"
+        "  --head-dim N        head size other than dim / heads (attention.key_length)\n"
+        "  --rope-freqs        write rope_freqs.weight with Llama 3.1's frequency factors\n"
         "  --seed N            random seed (default 1)\n");
 }
 
@@ -308,13 +357,14 @@ int main(int argc, char **argv)
     uint64_t seed = 1;
     bool explicit_shape = false;
     enum { O_LAYERS = 256, O_DIM, O_HEADS, O_KV_HEADS, O_FFN, O_VOCAB, O_TYPE, O_SEED, O_TARGET,
-           O_CTX, O_ROPE, O_VOCAB_TYPE, O_TIED };
+           O_CTX, O_ROPE, O_VOCAB_TYPE, O_TIED, O_ARCH, O_HEAD_DIM, O_ROPE_FREQS };
     static const struct option opts[] = {
         {"layers", 1, 0, O_LAYERS}, {"dim", 1, 0, O_DIM}, {"heads", 1, 0, O_HEADS},
         {"kv-heads", 1, 0, O_KV_HEADS}, {"ffn", 1, 0, O_FFN}, {"vocab", 1, 0, O_VOCAB},
         {"type", 1, 0, O_TYPE}, {"seed", 1, 0, O_SEED}, {"target-size", 1, 0, O_TARGET},
         {"ctx", 1, 0, O_CTX}, {"rope-base", 1, 0, O_ROPE}, {"vocab-type", 1, 0, O_VOCAB_TYPE},
-        {"tied", 0, 0, O_TIED}, {"output", 1, 0, 'o'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+        {"tied", 0, 0, O_TIED}, {"arch", 1, 0, O_ARCH}, {"head-dim", 1, 0, O_HEAD_DIM},
+        {"rope-freqs", 0, 0, O_ROPE_FREQS}, {"output", 1, 0, 'o'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
         switch (c) {
@@ -329,6 +379,18 @@ int main(int argc, char **argv)
         case O_SEED: seed = (uint64_t)parse_int("--seed", optarg, 0, INT64_MAX); break;
         case O_ROPE: sh.rope_base = strtof(optarg, NULL); break;
         case O_TIED: sh.tied = true; break;
+        case O_ROPE_FREQS: sh.rope_freqs = true; break;
+        case O_HEAD_DIM: sh.head_dim = parse_int("--head-dim", optarg, 2, 256); explicit_shape = true; break;
+        case O_ARCH: {
+            int a = 0;
+            while (a < 3 && strcmp(optarg, ARCH_NAMES[a])) a++;
+            if (a == 3) {
+                fprintf(stderr, "tiermem-mkmodel: --arch must be llama, qwen2 or qwen3, got '%s'\n", optarg);
+                return 2;
+            }
+            sh.arch = (arch)a;
+            break;
+        }
         case O_TARGET:
             target = parse_size(optarg);
             if (target <= 0) { fprintf(stderr, "tiermem-mkmodel: --target-size: bad size '%s'\n", optarg); return 2; }
@@ -360,7 +422,7 @@ int main(int argc, char **argv)
     }
     if (target) pick_shape(&sh, target);
     if (!sh.ffn) sh.ffn = ffn_for(&sh);
-    if (sh.dim % sh.heads || sh.heads % sh.kv_heads || (sh.dim / sh.heads) % 2) {
+    if ((!sh.head_dim && sh.dim % sh.heads) || sh.heads % sh.kv_heads || (sh.head_dim ? sh.head_dim : sh.dim / sh.heads) % 2) {
         fprintf(stderr, "tiermem-mkmodel: --dim (%" PRId64 ") must be a multiple of --heads (%" PRId64
                 ") with an even head size, and --heads a multiple of --kv-heads (%" PRId64 ")\n",
                 sh.dim, sh.heads, sh.kv_heads);
@@ -378,22 +440,32 @@ int main(int argc, char **argv)
     }
 
     gguf_writer w = {0};
-    gw_str(&w, "general.architecture", "llama");
-    gw_str(&w, "general.name", "tiermem-mkmodel random llama");
+    const char *an = ARCH_NAMES[sh.arch];
+    int64_t head_dim = sh.head_dim ? sh.head_dim : sh.dim / sh.heads;
+    char key[96], name[64];
+#define KEY(k) (snprintf(key, sizeof key, "%s.%s", an, k), key)
+    snprintf(name, sizeof name, "tiermem-mkmodel random %s", an);
+    gw_str(&w, "general.architecture", an);
+    gw_str(&w, "general.name", name);
     gw_u32(&w, "general.alignment", GW_ALIGNMENT);
-    gw_u32(&w, "llama.context_length", (uint32_t)sh.ctx);
-    gw_u32(&w, "llama.embedding_length", (uint32_t)sh.dim);
-    gw_u32(&w, "llama.feed_forward_length", (uint32_t)sh.ffn);
-    gw_u32(&w, "llama.block_count", (uint32_t)sh.layers);
-    gw_u32(&w, "llama.attention.head_count", (uint32_t)sh.heads);
-    gw_u32(&w, "llama.attention.head_count_kv", (uint32_t)sh.kv_heads);
-    gw_u32(&w, "llama.rope.dimension_count", (uint32_t)(sh.dim / sh.heads));
-    gw_f32(&w, "llama.rope.freq_base", sh.rope_base);
-    gw_f32(&w, "llama.attention.layer_norm_rms_epsilon", 1e-5f);
-    gw_u32(&w, "llama.vocab_size", (uint32_t)sh.vocab);
+    gw_u32(&w, KEY("context_length"), (uint32_t)sh.ctx);
+    gw_u32(&w, KEY("embedding_length"), (uint32_t)sh.dim);
+    gw_u32(&w, KEY("feed_forward_length"), (uint32_t)sh.ffn);
+    gw_u32(&w, KEY("block_count"), (uint32_t)sh.layers);
+    gw_u32(&w, KEY("attention.head_count"), (uint32_t)sh.heads);
+    gw_u32(&w, KEY("attention.head_count_kv"), (uint32_t)sh.kv_heads);
+    if (sh.head_dim) {
+        gw_u32(&w, KEY("attention.key_length"), (uint32_t)sh.head_dim);
+        gw_u32(&w, KEY("attention.value_length"), (uint32_t)sh.head_dim);
+    }
+    gw_u32(&w, KEY("rope.dimension_count"), (uint32_t)head_dim);
+    gw_f32(&w, KEY("rope.freq_base"), sh.rope_base);
+    gw_f32(&w, KEY("attention.layer_norm_rms_epsilon"), 1e-5f);
+    gw_u32(&w, KEY("vocab_size"), (uint32_t)sh.vocab);
+#undef KEY
     vocab_write(&w, sh.vocab_kind, (int32_t)sh.vocab);
 
-    tensor_plan *plan = calloc((size_t)(3 + 9 * sh.layers), sizeof *plan);
+    tensor_plan *plan = calloc(MAX_PLAN(&sh), sizeof *plan);
     int64_t n = plan_tensors(&sh, plan), total = 0;
     for (int64_t i = 0; i < n; i++) {
         uint64_t dims[2] = {(uint64_t)plan[i].n_in, (uint64_t)plan[i].n_out};
@@ -408,8 +480,9 @@ int main(int argc, char **argv)
     int rc = gw_begin(&w, out);
     for (int64_t i = 0; i < n && rc == 0; i++) {
         int64_t count = plan[i].n_out ? plan[i].n_in * plan[i].n_out : plan[i].n_in;
-        rc = plan[i].n_out ? write_random(&w, plan[i].name, plan[i].wtype, count, plan[i].amp, seed)
-                           : write_ones(&w, count);
+        rc = plan[i].what == RANDOM ? write_random(&w, plan[i].name, plan[i].wtype, count, plan[i].amp, seed)
+             : plan[i].what == ONES ? write_ones(&w, count)
+                                    : write_llama3_freqs(&w, count, head_dim, sh.rope_base);
     }
     if (fclose(out) != 0) rc = -1;
     if (rc) {
