@@ -12,6 +12,7 @@
 #include "engine/gguf.h"
 #include "engine/model.h"
 #include "engine/model_config.h"
+#include "engine/tokenize_cmd.h"
 #include "engine/tokenizer.h"
 
 #define PREFILL_CHUNK 128       /* prompt tokens per prefill pass */
@@ -26,12 +27,14 @@ typedef struct cli_options {
     uint64_t seed;
     int32_t kv_dtype;
     bool verbose;
+    bool tokenize, no_bos;  /* --tokenize: print the prompt's ids and stop */
 } cli_options;
 
 static void usage(FILE *f)
 {
     fprintf(f,
         "usage: tiermem-llm -m MODEL.gguf (-p PROMPT | --prompts-file F) [options]\n"
+        "       tiermem-llm --tokenize -m MODEL.gguf -p TEXT [--no-bos]   (token ids, one line)\n"
         "  -n N                      tokens to generate per prompt (default 64)\n"
         "  --temp T                  temperature; 0 is greedy (default 0)\n"
         "  --top-k K                 sample among the K most likely (default 40; 0: all)\n"
@@ -79,13 +82,15 @@ static int parse_args(int argc, char **argv, cli_options *o)
 {
     *o = (cli_options){.n_predict = 64, .top_k = 40, .block_size = 16, .temperature = 0.0f, .top_p = 0.95f,
                        .gpu_util = 0.9, .seed = 1, .kv_dtype = TM_KV_FP8_E4M3};
-    enum { O_TEMP = 256, O_TOPK, O_TOPP, O_SEED, O_KVD, O_BS, O_CTX, O_PF, O_THR, O_DUMP, O_DRV, O_KVB, O_UTIL };
+    enum { O_TEMP = 256, O_TOPK, O_TOPP, O_SEED, O_KVD, O_BS, O_CTX, O_PF, O_THR, O_DUMP, O_DRV, O_KVB, O_UTIL, O_TOK,
+           O_NOBOS };
     static const struct option opts[] = {
         {"model", 1, 0, 'm'}, {"prompt", 1, 0, 'p'}, {"temp", 1, 0, O_TEMP}, {"top-k", 1, 0, O_TOPK},
         {"top-p", 1, 0, O_TOPP}, {"seed", 1, 0, O_SEED}, {"kv-dtype", 1, 0, O_KVD}, {"block-size", 1, 0, O_BS},
         {"ctx", 1, 0, O_CTX}, {"prompts-file", 1, 0, O_PF}, {"threads", 1, 0, O_THR},
         {"dump-logits", 1, 0, O_DUMP}, {"driver", 1, 0, O_DRV}, {"kv-blocks", 1, 0, O_KVB},
-        {"gpu-memory-utilization", 1, 0, O_UTIL}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+        {"gpu-memory-utilization", 1, 0, O_UTIL}, {"tokenize", 0, 0, O_TOK}, {"no-bos", 0, 0, O_NOBOS},
+        {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     int c;
     long long v;
     double d;
@@ -113,12 +118,18 @@ static int parse_args(int argc, char **argv, cli_options *o)
         case O_DRV: o->driver = optarg; break;
         case O_KVB: if (parse_long("--kv-blocks", optarg, 1, INT32_MAX, &v)) return -1; o->kv_blocks = v; break;
         case O_UTIL: if (parse_double("--gpu-memory-utilization", optarg, 0.001, 1, &o->gpu_util)) return -1; break;
+        case O_TOK: o->tokenize = true; break;
+        case O_NOBOS: o->no_bos = true; break;
         case 'h': usage(stdout); exit(0);
         default: usage(stderr); return -1;
         }
     }
     if (optind != argc) {
         fprintf(stderr, "error: unexpected argument '%s'\n", argv[optind]);
+        return -1;
+    }
+    if (o->tokenize && (!o->model_path || !o->prompt)) {
+        fprintf(stderr, "error: --tokenize needs -m MODEL and -p TEXT\n");
         return -1;
     }
     if (!o->model_path || (!o->prompt == !o->prompts_file)) {
@@ -172,6 +183,7 @@ int main(int argc, char **argv)
 {
     cli_options o;
     if (parse_args(argc, argv, &o)) return 2;
+    if (o.tokenize) return tokenize_cmd(o.model_path, o.prompt, !o.no_bos);
 
     char **prompts = NULL;
     int32_t n_prompts = 1, **ids = NULL, *n_ids = NULL;

@@ -5,8 +5,8 @@
 # kernels/module.mk, named literally because that fragment is read after this one.
 
 ENGINE_LIB_SRCS := engine/error.c engine/gguf.c engine/tokenizer.c engine/tokenizer_spm.c engine/tokenizer_bpe.c \
-                   engine/model_config.c engine/weights.c engine/driver.c engine/kv_cache.c \
-                   engine/model.c engine/forward.c engine/sampler.c engine/generate.c
+                   engine/tokenizer_pre.c engine/model_config.c engine/weights.c engine/driver.c engine/kv_cache.c \
+                   engine/model.c engine/forward.c engine/sampler.c engine/generate.c engine/tokenize_cmd.c
 ENGINE_LIB_OBJS := $(ENGINE_LIB_SRCS:%.c=$(O)/obj/%.o)
 ENGINE_FATBIN_OBJ := $(O)/obj/kernels/fatbin_embed.o
 
@@ -17,7 +17,7 @@ $(O)/obj/engine/%.o: CPPFLAGS += $(CUDA_CPPFLAGS)
 $(O)/bin/tiermem-llm: $(ENGINE_LIB_OBJS) $(O)/obj/engine/cli.o $(ENGINE_FATBIN_OBJ) \
                       | $(O)/lib/simcuda/libcuda.so.1 $(O)/lib/libtiermem-kernels.so
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) $(ENGINE_LIB_OBJS) $(O)/obj/engine/cli.o $(ENGINE_FATBIN_OBJ) -ldl -lm -o $@
+	$(CC) $(LDFLAGS) $(ENGINE_LIB_OBJS) $(O)/obj/engine/cli.o $(ENGINE_FATBIN_OBJ) -lpcre2-8 -ldl -lm -o $@
 
 BINS += $(O)/bin/tiermem-llm
 INSTALL_FILES += $(O)/bin/tiermem-llm:bin/tiermem-llm

@@ -114,7 +114,8 @@ int tokenizer_load(tokenizer *tok, const gguf_file *f, char err[GGUF_ERROR_MAX])
         snprintf(name, sizeof name, "<0x%02X>", b);
         tok->byte_ids[b] = tokenizer_find(tok, name, 6);
     }
-    if (!spm && tokenizer_load_bpe(tok, f, err)) {
+    if (!spm && (tokenizer_load_bpe(tok, f, err) || tokenizer_pre_load(tok, f, err) ||
+                 tokenizer_user_tokens_load(tok, err))) {
         tokenizer_free(tok);
         return -1;
     }

@@ -6,14 +6,14 @@
 
 FUZZ_SECONDS ?= 60
 FUZZ_SRCS    := tests/fuzz/fuzz_gguf.c engine/error.c engine/gguf.c engine/tokenizer.c engine/tokenizer_spm.c \
-                engine/tokenizer_bpe.c engine/model_config.c engine/weights.c engine/driver.c \
+                engine/tokenizer_bpe.c engine/tokenizer_pre.c engine/model_config.c engine/weights.c engine/driver.c \
                 kernels/fatbin_embed.S
 FUZZ_BIN     := $(O)/fuzz/fuzz_gguf
 
 $(FUZZ_BIN): $(FUZZ_SRCS) $(wildcard engine/*.h kernels/*.h) tests/fuzz/module.mk
 	@mkdir -p $(@D)
 	clang -std=gnu11 -g -O1 -D_GNU_SOURCE -I. $(CUDA_CPPFLAGS) -fsanitize=fuzzer,address,undefined \
-	  -fno-sanitize-recover=all $(FUZZ_SRCS) -o $@
+	  -fno-sanitize-recover=all $(FUZZ_SRCS) -lpcre2-8 -o $@
 
 .PHONY: fuzz
 fuzz: $(FUZZ_BIN)
