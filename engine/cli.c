@@ -12,6 +12,7 @@
 #include "engine/gguf.h"
 #include "engine/model.h"
 #include "engine/model_config.h"
+#include "engine/chat_cmd.h"
 #include "engine/tokenize_cmd.h"
 #include "engine/tokenizer.h"
 
@@ -28,6 +29,7 @@ typedef struct cli_options {
     int32_t kv_dtype;
     bool verbose;
     bool tokenize, no_bos;  /* --tokenize: print the prompt's ids and stop */
+    bool chat;              /* --chat: a conversation in the model's chat template */
 } cli_options;
 
 static void usage(FILE *f)
@@ -35,6 +37,7 @@ static void usage(FILE *f)
     fprintf(f,
         "usage: tiermem-llm -m MODEL.gguf (-p PROMPT | --prompts-file F) [options]\n"
         "       tiermem-llm --tokenize -m MODEL.gguf -p TEXT [--no-bos]   (token ids, one line)\n"
+        "       tiermem-llm --chat -m MODEL.gguf [-p MESSAGE] [options]   (turns from stdin, or one)\n"
         "  -n N                      tokens to generate per prompt (default 64)\n"
         "  --temp T                  temperature; 0 is greedy (default 0)\n"
         "  --top-k K                 sample among the K most likely (default 40; 0: all)\n"
@@ -83,13 +86,13 @@ static int parse_args(int argc, char **argv, cli_options *o)
     *o = (cli_options){.n_predict = 64, .top_k = 40, .block_size = 16, .temperature = 0.0f, .top_p = 0.95f,
                        .gpu_util = 0.9, .seed = 1, .kv_dtype = TM_KV_FP8_E4M3};
     enum { O_TEMP = 256, O_TOPK, O_TOPP, O_SEED, O_KVD, O_BS, O_CTX, O_PF, O_THR, O_DUMP, O_DRV, O_KVB, O_UTIL, O_TOK,
-           O_NOBOS };
+           O_NOBOS, O_CHAT };
     static const struct option opts[] = {
         {"model", 1, 0, 'm'}, {"prompt", 1, 0, 'p'}, {"temp", 1, 0, O_TEMP}, {"top-k", 1, 0, O_TOPK},
         {"top-p", 1, 0, O_TOPP}, {"seed", 1, 0, O_SEED}, {"kv-dtype", 1, 0, O_KVD}, {"block-size", 1, 0, O_BS},
         {"ctx", 1, 0, O_CTX}, {"prompts-file", 1, 0, O_PF}, {"threads", 1, 0, O_THR},
         {"dump-logits", 1, 0, O_DUMP}, {"driver", 1, 0, O_DRV}, {"kv-blocks", 1, 0, O_KVB},
-        {"gpu-memory-utilization", 1, 0, O_UTIL}, {"tokenize", 0, 0, O_TOK}, {"no-bos", 0, 0, O_NOBOS},
+        {"gpu-memory-utilization", 1, 0, O_UTIL}, {"tokenize", 0, 0, O_TOK}, {"no-bos", 0, 0, O_NOBOS}, {"chat", 0, 0, O_CHAT},
         {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     int c;
     long long v;
@@ -120,6 +123,7 @@ static int parse_args(int argc, char **argv, cli_options *o)
         case O_UTIL: if (parse_double("--gpu-memory-utilization", optarg, 0.001, 1, &o->gpu_util)) return -1; break;
         case O_TOK: o->tokenize = true; break;
         case O_NOBOS: o->no_bos = true; break;
+        case O_CHAT: o->chat = true; break;
         case 'h': usage(stdout); exit(0);
         default: usage(stderr); return -1;
         }
@@ -132,7 +136,11 @@ static int parse_args(int argc, char **argv, cli_options *o)
         fprintf(stderr, "error: --tokenize needs -m MODEL and -p TEXT\n");
         return -1;
     }
-    if (!o->model_path || (!o->prompt == !o->prompts_file)) {
+    if (o->chat && (!o->model_path || o->prompts_file)) {
+        fprintf(stderr, "error: --chat needs -m MODEL, and takes -p MESSAGE but not --prompts-file\n");
+        return -1;
+    }
+    if (!o->model_path || (!o->chat && !o->prompt == !o->prompts_file)) {
         fprintf(stderr, "error: give -m MODEL and exactly one of -p PROMPT or --prompts-file FILE\n");
         usage(stderr);
         return -1;
@@ -201,7 +209,7 @@ int main(int argc, char **argv)
         if (read_prompts(o.prompts_file, &prompts, &n_prompts)) return 1;
     } else {
         prompts = malloc(sizeof *prompts);
-        if (!prompts || !(prompts[0] = strdup(o.prompt))) return 1;
+        if (!prompts || !(prompts[0] = strdup(o.prompt ? o.prompt : ""))) return 1;
     }
 
     /* the file: everything about it is checked before the device is touched */
@@ -290,7 +298,18 @@ int main(int argc, char **argv)
     }
 
     generate_options gopt = {prompts, n_prompts, o.n_predict, o.temperature, o.top_k, o.top_p, o.seed,
-                             n_prompts == 1, o.verbose, dump};
+                             n_prompts == 1, o.verbose, dump, NULL};
+    if (o.chat) {
+        chat_template tpl = chat_template_of(&f);
+        if (o.verbose) fprintf(stderr, "tiermem-llm: chat template: %s\n", chat_template_name(tpl));
+        if (chat_cmd(&m, &tok, tpl, o.prompt, stdin, &gopt, ctx)) {
+            fflush(stdout);
+            fprintf(stderr, "\nerror: %s\n", m.err);
+            goto out;
+        }
+        rc = 0;
+        goto out;
+    }
     generate_stats st;
     if (generate_run(&m, &tok, &gopt, ids, n_ids, &st)) {
         fflush(stdout);

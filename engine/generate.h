@@ -22,6 +22,7 @@ typedef struct generate_options {
     bool stream;                /* print tokens as they come (one prompt) */
     bool verbose;               /* ids per sequence on stderr */
     FILE *dump_logits;          /* each step's logits, or NULL */
+    char **texts;               /* [n_prompts] out: each sequence's generated text (malloc'd), or NULL */
 } generate_options;
 
 typedef struct generate_stats {

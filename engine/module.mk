@@ -6,7 +6,8 @@
 
 ENGINE_LIB_SRCS := engine/error.c engine/gguf.c engine/tokenizer.c engine/tokenizer_spm.c engine/tokenizer_bpe.c \
                    engine/tokenizer_pre.c engine/model_config.c engine/weights.c engine/driver.c engine/kv_cache.c \
-                   engine/model.c engine/forward.c engine/sampler.c engine/generate.c engine/tokenize_cmd.c
+                   engine/model.c engine/forward.c engine/sampler.c engine/generate.c engine/tokenize_cmd.c \
+                   engine/chat.c engine/chat_cmd.c
 ENGINE_LIB_OBJS := $(ENGINE_LIB_SRCS:%.c=$(O)/obj/%.o)
 ENGINE_FATBIN_OBJ := $(O)/obj/kernels/fatbin_embed.o
 

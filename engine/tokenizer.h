@@ -47,6 +47,9 @@ typedef struct tokenizer {
     int n_pre;              /* 0: GPT-2's hand-written splitter */
     int32_t *user_ids;      /* [n_user] user-defined tokens, longest text first */
     int32_t n_user;
+    int32_t *control_ids;   /* [n_control] control tokens (<|im_start|>, ...), longest first */
+    int32_t n_control;
+    int32_t eot_id;         /* end of turn (tokenizer.ggml.eot_token_id), -1 when none */
 } tokenizer;
 
 /* Returns 0, or -1 with a one-line message in err. */
@@ -59,6 +62,11 @@ void tokenizer_free(tokenizer *tok);
 int64_t tokenizer_encode(const tokenizer *tok, const char *text, bool add_bos, int32_t *ids,
                          int64_t max_ids);
 
+/* The same, with the text of control tokens (<|im_start|>, <|eot_id|>, ...) read as those
+ * tokens, as a chat template needs. SentencePiece vocabularies read them as text. */
+int64_t tokenizer_encode_special(const tokenizer *tok, const char *text, bool add_bos, int32_t *ids,
+                                 int64_t max_ids);
+
 /* The bytes token `id` stands for, after `prev` (SPM drops the leading space of the first
  * piece after BOS). Writes into buf[cap] and returns the byte count (not NUL-terminated
  * when it fills buf). Control tokens decode to nothing. */
@@ -70,7 +78,7 @@ int32_t tokenizer_find(const tokenizer *tok, const char *text, size_t len);
 int64_t tokenizer_encode_spm(const tokenizer *tok, const char *text, int32_t *ids, int64_t max_ids,
                              int64_t n);
 int64_t tokenizer_encode_bpe(const tokenizer *tok, const char *text, int32_t *ids, int64_t max_ids,
-                             int64_t n);
+                             int64_t n, bool parse_special);
 int tokenizer_load_bpe(tokenizer *tok, const gguf_file *f, char err[GGUF_ERROR_MAX]);
 void tokenizer_free_bpe(tokenizer *tok);
 size_t tokenizer_decode_bpe(const tokenizer *tok, int32_t id, char *buf, size_t cap);

@@ -260,27 +260,34 @@ static int64_t encode_plain(const tokenizer *tok, const char *text, size_t avail
     return n;
 }
 
-/* The earliest user-defined token in text[0..len) (the longest at a tie): its id and
- * offset, or -1. */
-static int32_t find_user_token(const tokenizer *tok, const char *text, size_t len, size_t *at)
+/* The earliest of ids[0..n) in text[0..len) (the longest at a tie, ids being longest
+ * first) before *at: updates *at and returns its id, else returns best. */
+static int32_t find_first_of(const tokenizer *tok, const int32_t *ids, int32_t n, const char *text, size_t len,
+                             size_t *at, int32_t best)
 {
-    int32_t best = -1;
-    size_t best_at = len;
-    for (int32_t k = 0; k < tok->n_user; k++) {
-        gguf_str p = tok->pieces[tok->user_ids[k]];
+    for (int32_t k = 0; k < n; k++) {
+        gguf_str p = tok->pieces[ids[k]];
         const char *hit = memmem(text, len, p.data, p.len);
-        if (hit && (size_t)(hit - text) < best_at) best = tok->user_ids[k], best_at = (size_t)(hit - text);
+        if (hit && (size_t)(hit - text) < *at) best = ids[k], *at = (size_t)(hit - text);
     }
-    *at = best_at;
     return best;
 }
 
+/* The earliest user-defined (and with parse_special, control) token in text[0..len):
+ * its id and offset, or -1 with *at = len. */
+static int32_t find_user_token(const tokenizer *tok, const char *text, size_t len, size_t *at, bool parse_special)
+{
+    *at = len;
+    int32_t best = parse_special ? find_first_of(tok, tok->control_ids, tok->n_control, text, len, at, -1) : -1;
+    return find_first_of(tok, tok->user_ids, tok->n_user, text, len, at, best);
+}
+
 int64_t tokenizer_encode_bpe(const tokenizer *tok, const char *text, int32_t *ids, int64_t max_ids,
-                             int64_t n)
+                             int64_t n, bool parse_special)
 {
     size_t len = strlen(text), at;
     while (len > 0 && n >= 0) {
-        int32_t id = find_user_token(tok, text, len, &at);
+        int32_t id = find_user_token(tok, text, len, &at, parse_special);
         n = encode_plain(tok, text, at, ids, max_ids, n);
         if (id < 0 || n < 0) break;
         if (n < max_ids) ids[n] = id;

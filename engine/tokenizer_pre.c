@@ -92,16 +92,24 @@ static int longer_first(const void *a, const void *b, void *pieces)
     return la < lb ? 1 : la > lb ? -1 : *(const int32_t *)a - *(const int32_t *)b;
 }
 
-int tokenizer_user_tokens_load(tokenizer *tok, char err[GGUF_ERROR_MAX])
+/* The ids of every token of one type, longest text first. */
+static int collect_type(const tokenizer *tok, int32_t type, int32_t **ids, int32_t *n_ids)
 {
     int32_t n = 0;
-    for (int32_t i = 0; i < tok->n_vocab; i++) n += tok->types[i] == TOKEN_USER && tok->pieces[i].len > 0;
+    for (int32_t i = 0; i < tok->n_vocab; i++) n += tok->types[i] == type && tok->pieces[i].len > 0;
     if (!n) return 0;
-    tok->user_ids = malloc((size_t)n * sizeof *tok->user_ids);
-    if (!tok->user_ids) return tm_fail(err, GGUF_ERROR_MAX, "out of host memory");
+    if (!(*ids = malloc((size_t)n * sizeof **ids))) return -1;
     for (int32_t i = 0; i < tok->n_vocab; i++)
-        if (tok->types[i] == TOKEN_USER && tok->pieces[i].len > 0) tok->user_ids[tok->n_user++] = i;
-    qsort_r(tok->user_ids, (size_t)n, sizeof *tok->user_ids, longer_first, tok->pieces);
+        if (tok->types[i] == type && tok->pieces[i].len > 0) (*ids)[(*n_ids)++] = i;
+    qsort_r(*ids, (size_t)n, sizeof **ids, longer_first, tok->pieces);
+    return 0;
+}
+
+int tokenizer_user_tokens_load(tokenizer *tok, char err[GGUF_ERROR_MAX])
+{
+    if (collect_type(tok, TOKEN_USER, &tok->user_ids, &tok->n_user) ||
+        collect_type(tok, TOKEN_CONTROL, &tok->control_ids, &tok->n_control))
+        return tm_fail(err, GGUF_ERROR_MAX, "out of host memory");
     return 0;
 }
 
@@ -110,8 +118,9 @@ void tokenizer_pre_free(tokenizer *tok)
     for (int i = 0; i < tok->n_pre; i++) pcre2_code_free((pcre2_code *)tok->pre_regex[i]);
     tok->n_pre = 0;
     free(tok->user_ids);
-    tok->user_ids = NULL;
-    tok->n_user = 0;
+    free(tok->control_ids);
+    tok->user_ids = tok->control_ids = NULL;
+    tok->n_user = tok->n_control = 0;
 }
 
 /* ----------------------------------------------------------------------------

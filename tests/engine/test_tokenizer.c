@@ -13,6 +13,7 @@
 
 #include "engine/tokenizer.h"
 #include "tools/mkmodel/gguf_writer.h"
+#include "engine/chat.h"
 #include "tools/mkmodel/vocab.h"
 
 #define MODELS TM_SHARED_DIR "/models"
@@ -247,6 +248,39 @@ static void test_bpe(void **state)
     unlink(path);
 }
 
+/* The chat templates render as the models were trained, and control tokens in the text
+ * are read as tokens only when asked (the BOS of deepseek-llm, a control token). */
+static void test_chat_templates(void **state)
+{
+    (void)state;
+    chat_message msgs[] = {{"system", "Be brief."}, {"user", "Hi!"}};
+    char *s = chat_render(CHAT_CHATML, msgs, 2, 1);
+    assert_string_equal(s, "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi!<|im_end|>\n"
+                           "<|im_start|>assistant\n");
+    free(s);
+    s = chat_render(CHAT_LLAMA3, msgs + 1, 1, 0);
+    assert_string_equal(s, "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHi!<|eot_id|>");
+    free(s);
+
+    gguf_file f;
+    tokenizer t;
+    char err[GGUF_ERROR_MAX];
+    assert_int_equal(gguf_open(MODELS "/ggml-vocab-deepseek-llm.gguf", &f, err), 0);
+    assert_int_equal(tokenizer_load(&t, &f, err), 0);
+    assert_true(t.bos_id >= 0 && t.types[t.bos_id] == TOKEN_CONTROL);
+    char text[128];
+    snprintf(text, sizeof text, "%.*shi", (int)t.pieces[t.bos_id].len, t.pieces[t.bos_id].data);
+    int32_t ids[64];
+    int64_t n = tokenizer_encode_special(&t, text, false, ids, 64);
+    assert_true(n >= 2);
+    assert_int_equal(ids[0], t.bos_id);
+    n = tokenizer_encode(&t, text, false, ids, 64);
+    for (int64_t i = 0; i < n; i++) assert_int_not_equal(ids[i], t.bos_id); /* plain text there */
+    assert_int_equal(chat_template_of(&f), CHAT_CHATML); /* no Llama 3 markers */
+    tokenizer_free(&t);
+    gguf_close(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -255,6 +289,7 @@ int main(void)
         cmocka_unit_test(test_stories_prompt),
         cmocka_unit_test(test_bpe),
         cmocka_unit_test(test_pretokenizers),
+        cmocka_unit_test(test_chat_templates),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -72,6 +72,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             int64_t n = tokenizer_encode(&tok, "Once upon a time, h\xc3\xa9llo 42!", true, ids, 64);
             char buf[64];
             for (int64_t i = 0; i < n && i < 64; i++) tokenizer_decode(&tok, i ? ids[i - 1] : -1, ids[i], buf, sizeof buf);
+            (void)tokenizer_encode_special(&tok, "<|im_start|>user\nhi<|im_end|>", false, ids, 64);
             tokenizer_free(&tok);
         }
     }
