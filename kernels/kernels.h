@@ -405,6 +405,21 @@ static inline TM_HD unsigned tm_div_up(int64_t n, int64_t d) {
     X(tm_softmax, softmax, row)                                                         \
     X(tm_argmax, argmax, row)                                                           \
     X(tm_absmax, absmax, absmax)                                                        \
+    X(tm_moe_route, moe_route, moe_route)                                               \
+    X(tm_moe_matvec_f32, moe_matvec, moe_matvec)                                        \
+    X(tm_moe_matvec_f16, moe_matvec, moe_matvec)                                        \
+    X(tm_moe_matvec_bf16, moe_matvec, moe_matvec)                                       \
+    X(tm_moe_matvec_q8_0, moe_matvec, moe_matvec)                                       \
+    X(tm_moe_matvec_q4_0, moe_matvec, moe_matvec)                                       \
+    X(tm_moe_matvec_q4_1, moe_matvec, moe_matvec)                                       \
+    X(tm_moe_matvec_q5_0, moe_matvec, moe_matvec)                                       \
+    X(tm_moe_matvec_q5_1, moe_matvec, moe_matvec)                                       \
+    X(tm_moe_matvec_q2_k, moe_matvec, moe_matvec)                                       \
+    X(tm_moe_matvec_q3_k, moe_matvec, moe_matvec)                                       \
+    X(tm_moe_matvec_q4_k, moe_matvec, moe_matvec)                                       \
+    X(tm_moe_matvec_q5_k, moe_matvec, moe_matvec)                                       \
+    X(tm_moe_matvec_q6_k, moe_matvec, moe_matvec)                                       \
+    X(tm_moe_combine, moe_combine, moe_combine)                                         \
     X(tm_set_threads, set_threads, single)
 
 /* Kernel ids: fn[TM_K_tm_rmsnorm]; tm_kernel_names[id] is the symbol to look up. */
@@ -666,5 +681,7 @@ static inline const char *tm_check_absmax(const struct tm_args_absmax *a) {
 static inline const char *tm_check_set_threads(const struct tm_args_set_threads *a) {
     return a->n_threads < 0 ? "set_threads: n_threads must be >= 0" : NULL;
 }
+
+#include "kernels/moe.h"
 
 #endif /* TM_KERNELS_H */

@@ -99,6 +99,24 @@ static void test_embed_reads_only_token_rows(void **state) {
     check_embed_rows(TM_WTYPE_Q6_K, tm_embed_q6_k, 256);
 }
 
+/* The expert matvec declares only the experts its tokens chose, each once, however many
+ * slots chose it: heat sees the skew. */
+static void test_moe_matvec_reads_only_chosen_experts(void **state) {
+    (void)state;
+    const int32_t n_expert = 8, n_in = 64, n_out = 16;
+    int64_t expert_bytes = (int64_t)n_out * n_in * 4;
+    float *w = calloc((size_t)n_expert, (size_t)expert_bytes), x[3 * 64] = {0}, out[3 * 2 * 16];
+    int32_t ids[6] = {5, 2, 5, 7, 2, 5};
+    assert_non_null(w);
+    struct tm_args_moe_matvec a = {out, x, w, ids, 3, 2, n_expert, n_in, n_out, 0};
+    RECORDED_LAUNCH(tm_moe_matvec_f32, moe_matvec, moe_matvec, a);
+    assert_int_equal(bytes_in(w, (size_t)(n_expert * expert_bytes), 0), 3 * expert_bytes);
+    for (int e = 0; e < n_expert; e++)
+        assert_int_equal(read_at((uint8_t *)w + e * expert_bytes, (uint64_t)expert_bytes), e == 2 || e == 5 || e == 7);
+    assert_int_equal(bytes_in(out, sizeof out, 1), sizeof out);
+    free(w);
+}
+
 /* Decode attention reads the K and V pages of the blocks in each sequence's table up to
  * its length (the last block only below the length), never other blocks of the pool. */
 static void test_attn_decode_reads_only_its_blocks(void **state) {
@@ -148,6 +166,7 @@ static void test_matmul_weight_passes(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_embed_reads_only_token_rows),
+        cmocka_unit_test(test_moe_matvec_reads_only_chosen_experts),
         cmocka_unit_test(test_attn_decode_reads_only_its_blocks),
         cmocka_unit_test(test_matmul_weight_passes),
     };
