@@ -274,6 +274,10 @@ int main(int argc, char **argv)
         goto out;
     }
     model_loaded = true;
+    if (o.verbose && cfg.n_expert && !(m.expert_use = calloc((size_t)cfg.n_layers * cfg.n_expert, sizeof *m.expert_use))) {
+        fprintf(stderr, "error: out of host memory\n");
+        goto out;
+    }
     const struct tm_kv_layout *L = &m.kv.layout;
     fprintf(stderr, "tiermem-llm: kv pool: kv_blocks=%" PRId64 " kv_block_size=%d kv_tokens=%" PRId64
             " kv_bytes=%" PRId64 " kv_dtype=%s (", L->n_blocks, L->block_size, L->n_blocks * L->block_size,
@@ -329,6 +333,12 @@ int main(int argc, char **argv)
                 st.decode_device_ms > 0 ? st.decode_tokens / (st.decode_device_ms / 1e3) : 0.0,
                 st.decode_steps > 0 ? st.decode_device_ms / st.decode_steps : 0.0);
     fputc('\n', stderr);
+    for (int32_t l = 0; m.expert_use && l < cfg.n_layers; l++) { /* -v on a MoE model */
+        fprintf(stderr, "tiermem-llm: expert use: layer %d:", l);
+        for (int32_t e = 0; e < cfg.n_expert; e++)
+            fprintf(stderr, " %" PRId64, m.expert_use[(int64_t)l * cfg.n_expert + e]);
+        fputc('\n', stderr);
+    }
     rc = 0;
 out:
     if (dump && fclose(dump) != 0 && rc == 0) {

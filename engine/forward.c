@@ -209,6 +209,61 @@ static int calibrate_layer(tm_model *m, int32_t layer, int32_t n_tokens)
 }
 
 /* ----------------------------------------------------------------------------
+ * Mixture of experts: route, the chosen experts' gate/up/down, weighted sum into xb2 */
+
+static int op_moe_matvec(tm_model *m, CUdeviceptr out, CUdeviceptr x, const dev_matrix *w, int32_t n_tokens,
+                         int32_t x_per_slot)
+{
+    const llama_config *c = &m->cfg;
+    struct tm_args_moe_matvec a = {F32(out), F32(x), (const void *)(uintptr_t)w->ptr, I32(m->s.moe_ids), n_tokens,
+                                   c->n_expert_used, c->n_expert, w->n_in, w->n_out, x_per_slot};
+    void *p[TM_NPARAMS_moe_matvec];
+    tm_params_moe_matvec(&a, p);
+    return launch(m, tm_kernel_for_wtype(TM_K_tm_moe_matvec_f32, w->wtype), tm_check_moe_matvec(&a, w->wtype),
+                  tm_geom_moe_matvec(&a), p);
+}
+
+/* Counts each layer's routing on the host (-v): the skew that heat sees. */
+static int count_experts(tm_model *m, int32_t layer, int32_t n_tokens)
+{
+    const llama_config *c = &m->cfg;
+    int64_t slots = (int64_t)n_tokens * c->n_expert_used;
+    int32_t ids[16 * TM_MOE_MAX_USED];
+    for (int64_t done = 0; done < slots;) {
+        int64_t k = slots - done < 16 * TM_MOE_MAX_USED ? slots - done : 16 * TM_MOE_MAX_USED;
+        if (download(m, ids, m->s.moe_ids + (CUdeviceptr)(done * 4), (size_t)k * 4, "expert ids")) return -1;
+        for (int64_t i = 0; i < k; i++)
+            if (ids[i] >= 0 && ids[i] < c->n_expert) m->expert_use[(int64_t)layer * c->n_expert + ids[i]]++;
+        done += k;
+    }
+    return 0;
+}
+
+static int op_moe(tm_model *m, const layer_weights *L, int32_t layer, int32_t n)
+{
+    const llama_config *c = &m->cfg;
+    if (op_matmul(m, m->s.moe_logits, m->s.xb, &L->router, n, c->n_expert)) return -1;
+    struct tm_args_moe_route r = {I32(m->s.moe_ids), F32(m->s.moe_w), F32(m->s.moe_logits), n, c->n_expert,
+                                  c->n_expert_used};
+    void *p[TM_NPARAMS_moe_route];
+    tm_params_moe_route(&r, p);
+    if (launch(m, TM_K_tm_moe_route, tm_check_moe_route(&r), tm_geom_moe_route(&r), p)) return -1;
+    if (m->expert_use && !m->calibrating && count_experts(m, layer, n)) return -1;
+    int64_t hidden = (int64_t)n * c->n_expert_used * c->expert_ffn_dim;
+    struct tm_args_silu_mul s = {F32(m->s.moe_hb), F32(m->s.moe_hb), F32(m->s.moe_hb2), hidden};
+    void *ps[TM_NPARAMS_silu_mul];
+    tm_params_silu_mul(&s, ps);
+    struct tm_args_moe_combine cb = {F32(m->s.xb2), F32(m->s.moe_y), F32(m->s.moe_w), n, c->n_expert_used, c->dim};
+    void *pc[TM_NPARAMS_moe_combine];
+    tm_params_moe_combine(&cb, pc);
+    return op_moe_matvec(m, m->s.moe_hb, m->s.xb, &L->gate_exps, n, 0) ||
+           op_moe_matvec(m, m->s.moe_hb2, m->s.xb, &L->up_exps, n, 0) ||
+           launch(m, TM_K_tm_silu_mul, tm_check_silu_mul(&s), tm_geom_elementwise(&s), ps) ||
+           op_moe_matvec(m, m->s.moe_y, m->s.moe_hb, &L->down_exps, n, 1) ||
+           launch(m, TM_K_tm_moe_combine, tm_check_moe_combine(&cb), tm_geom_moe_combine(&cb), pc) ? -1 : 0;
+}
+
+/* ----------------------------------------------------------------------------
  * The layers, for a batch already staged on the device (ids, pos, slots, tables) */
 
 typedef struct batch {
@@ -239,13 +294,15 @@ static int run_layers(tm_model *m, const batch *b)
         if (b->prefill ? op_attn_prefill(m, l, n, b->start_pos) : op_attn_decode(m, l, n)) return -1;
         if (op_matmul(m, m->s.xb2, m->s.att, &L->wo, n, c->dim) ||
             op_residual(m, (int64_t)n * c->dim) ||
-            op_rmsnorm(m, m->s.xb, m->s.x, L->ffn_norm, n) ||
-            op_matmul(m, m->s.hb, m->s.xb, &L->w_gate, n, c->ffn_dim) ||
-            op_matmul(m, m->s.hb2, m->s.xb, &L->w_up, n, c->ffn_dim) ||
-            op_silu_mul(m, (int64_t)n * c->ffn_dim) ||
-            op_matmul(m, m->s.xb2, m->s.hb, &L->w_down, n, c->dim) ||
-            op_residual(m, (int64_t)n * c->dim))
+            op_rmsnorm(m, m->s.xb, m->s.x, L->ffn_norm, n))
             return -1;
+        if (c->n_expert ? op_moe(m, L, l, n)
+                        : op_matmul(m, m->s.hb, m->s.xb, &L->w_gate, n, c->ffn_dim) ||
+                              op_matmul(m, m->s.hb2, m->s.xb, &L->w_up, n, c->ffn_dim) ||
+                              op_silu_mul(m, (int64_t)n * c->ffn_dim) ||
+                              op_matmul(m, m->s.xb2, m->s.hb, &L->w_down, n, c->dim))
+            return -1;
+        if (op_residual(m, (int64_t)n * c->dim)) return -1;
     }
     int32_t rows = n - b->logits_from;
     if (rows <= 0) return 0;

@@ -15,6 +15,7 @@ static const struct {
     {"llama", ARCH_LLAMA, false, false, false},
     {"qwen2", ARCH_QWEN2, true, true, false},
     {"qwen3", ARCH_QWEN3, true, false, true},
+    {"qwen3moe", ARCH_QWEN3, true, false, true},
 };
 
 /* An integer key "<arch>.<name>" in [lo, hi]; `fallback` when absent, or an error when
@@ -56,7 +57,7 @@ int llama_config_load(llama_config *cfg, const gguf_file *f, char err[GGUF_ERROR
     size_t a = 0;
     while (a < sizeof ARCHS / sizeof *ARCHS && !gguf_str_eq(arch, ARCHS[a].name)) a++;
     if (a == sizeof ARCHS / sizeof *ARCHS) {
-        snprintf(err, GGUF_ERROR_MAX, "architecture '%.*s' is not supported (llama, qwen2, qwen3; Mistral files are llama)",
+        snprintf(err, GGUF_ERROR_MAX, "architecture '%.*s' is not supported (llama, qwen2, qwen3, qwen3moe; Mistral and Mixtral files are llama)",
                  (int)(arch.len > 40 ? 40 : arch.len), arch.data);
         return -1;
     }
@@ -73,6 +74,12 @@ int llama_config_load(llama_config *cfg, const gguf_file *f, char err[GGUF_ERROR
         get_count(f, an, "attention.head_count", -1, 1, 4096, &cfg->n_heads, err) ||
         get_count(f, an, "attention.head_count_kv", cfg->n_heads, 1, cfg->n_heads, &cfg->n_kv_heads, err) ||
         get_count(f, an, "context_length", 2048, 1, big, &cfg->ctx_train, err))
+        return -1;
+    /* Mixture of experts: Mixtral (llama) and Qwen 3 MoE keys */
+    if (get_count(f, an, "expert_count", 0, 0, TM_MOE_MAX_EXPERTS, &cfg->n_expert, err) ||
+        get_count(f, an, "expert_used_count", cfg->n_expert ? -1 : 0, cfg->n_expert ? 1 : 0,
+                  cfg->n_expert < TM_MOE_MAX_USED ? cfg->n_expert : TM_MOE_MAX_USED, &cfg->n_expert_used, err) ||
+        get_count(f, an, "expert_feed_forward_length", cfg->ffn_dim, 1, 1 << 22, &cfg->expert_ffn_dim, err))
         return -1;
     int32_t key_len = 0, value_len = 0;
     if (get_count(f, an, "attention.key_length", 0, 0, 1 << 16, &key_len, err) ||

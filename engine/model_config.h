@@ -12,7 +12,7 @@
 typedef enum llama_arch {
     ARCH_LLAMA,             /* Llama 1-3, Mistral: RoPE on adjacent pairs */
     ARCH_QWEN2,             /* Qwen 2 / 2.5: q, k and v biases; NEOX RoPE */
-    ARCH_QWEN3,             /* Qwen 3: per-head RMSNorm of q and k; NEOX RoPE */
+    ARCH_QWEN3,             /* Qwen 3 (and its MoE, qwen3moe): per-head RMSNorm of q and k; NEOX RoPE */
 } llama_arch;
 
 typedef struct llama_config {
@@ -32,6 +32,9 @@ typedef struct llama_config {
     int32_t rot_dim;        /* dims of each head RoPE rotates (llama.rope.dimension_count) */
     float rope_base;        /* llama.rope.freq_base, 10000 when absent */
     float rms_eps;          /* llama.attention.layer_norm_rms_epsilon */
+    int32_t n_expert;       /* expert_count: 0 for a dense model */
+    int32_t n_expert_used;  /* expert_used_count: experts per token */
+    int32_t expert_ffn_dim; /* expert_feed_forward_length, else feed_forward_length */
 } llama_config;
 
 /* Fills cfg from the file's metadata (the vocabulary size from token_embd). Counts may be

@@ -11,17 +11,18 @@
 /* ----------------------------------------------------------------------------
  * The tensors of a llama model, in one list */
 
-typedef enum role { ROLE_MATRIX, ROLE_NORM } role;
+typedef enum role { ROLE_MATRIX, ROLE_NORM, ROLE_EXPERTS } role;
 
 typedef struct tensor_spec {
     char name[GGUF_MAX_NAME];
     role role;
     int64_t n_in, n_out;    /* a norm has n_out 1 */
+    int64_t n_expert;       /* ROLE_EXPERTS: the third dimension */
     bool optional;
 } tensor_spec;
 
 #define GLOBAL_TENSORS 4     /* token_embd, output_norm, output, rope_freqs */
-#define LAYER_TENSORS 14     /* the llama block's 9, q/k/v biases, q/k norms */
+#define LAYER_TENSORS 18     /* the llama block's 9, q/k/v biases, q/k norms, router and experts */
 #define MAX_TENSORS(c) (GLOBAL_TENSORS + LAYER_TENSORS * (size_t)(c)->n_layers)
 
 /* Fills specs (MAX_TENSORS entries) in upload order; tensors an architecture does not
@@ -30,7 +31,9 @@ static int64_t list_tensors(const llama_config *c, tensor_spec *s)
 {
     int64_t n = 0, q_dim = (int64_t)c->n_heads * c->head_dim, kv_dim = (int64_t)c->n_kv_heads * c->head_dim;
 #define SPEC(r, in, out, opt, ...) do { snprintf(s[n].name, GGUF_MAX_NAME, __VA_ARGS__); \
-        s[n].role = r; s[n].n_in = in; s[n].n_out = out; s[n].optional = opt; n++; } while (0)
+        s[n].role = r; s[n].n_in = in; s[n].n_out = out; s[n].optional = opt; s[n].n_expert = c->n_expert; n++; \
+    } while (0)
+    bool moe = c->n_expert > 0;
     SPEC(ROLE_MATRIX, c->dim, c->vocab, false, "token_embd.weight");
     SPEC(ROLE_NORM, c->dim, 1, false, "output_norm.weight");
     SPEC(ROLE_MATRIX, c->dim, c->vocab, true, "output.weight");
@@ -42,14 +45,18 @@ static int64_t list_tensors(const llama_config *c, tensor_spec *s)
         SPEC(ROLE_MATRIX, c->dim, kv_dim, false, "blk.%d.attn_v.weight", l);
         SPEC(ROLE_MATRIX, q_dim, c->dim, false, "blk.%d.attn_output.weight", l);
         SPEC(ROLE_NORM, c->dim, 1, false, "blk.%d.ffn_norm.weight", l);
-        SPEC(ROLE_MATRIX, c->dim, c->ffn_dim, false, "blk.%d.ffn_gate.weight", l);
-        SPEC(ROLE_MATRIX, c->dim, c->ffn_dim, false, "blk.%d.ffn_up.weight", l);
-        SPEC(ROLE_MATRIX, c->ffn_dim, c->dim, false, "blk.%d.ffn_down.weight", l);
+        SPEC(ROLE_MATRIX, c->dim, c->ffn_dim, moe, "blk.%d.ffn_gate.weight", l);
+        SPEC(ROLE_MATRIX, c->dim, c->ffn_dim, moe, "blk.%d.ffn_up.weight", l);
+        SPEC(ROLE_MATRIX, c->ffn_dim, c->dim, moe, "blk.%d.ffn_down.weight", l);
         SPEC(ROLE_NORM, q_dim, 1, !c->qkv_bias, "blk.%d.attn_q.bias", l);
         SPEC(ROLE_NORM, kv_dim, 1, !c->qkv_bias, "blk.%d.attn_k.bias", l);
         SPEC(ROLE_NORM, kv_dim, 1, !c->qkv_bias, "blk.%d.attn_v.bias", l);
         SPEC(ROLE_NORM, c->head_dim, 1, !c->qk_norm, "blk.%d.attn_q_norm.weight", l);
         SPEC(ROLE_NORM, c->head_dim, 1, !c->qk_norm, "blk.%d.attn_k_norm.weight", l);
+        SPEC(ROLE_MATRIX, c->dim, c->n_expert, !moe, "blk.%d.ffn_gate_inp.weight", l);
+        SPEC(ROLE_EXPERTS, c->dim, c->expert_ffn_dim, !moe, "blk.%d.ffn_gate_exps.weight", l);
+        SPEC(ROLE_EXPERTS, c->dim, c->expert_ffn_dim, !moe, "blk.%d.ffn_up_exps.weight", l);
+        SPEC(ROLE_EXPERTS, c->expert_ffn_dim, c->dim, !moe, "blk.%d.ffn_down_exps.weight", l);
     }
 #undef SPEC
     return n;
@@ -73,12 +80,12 @@ static int check_one(const gguf_file *f, const tensor_spec *s, char *err, size_t
         return tm_fail(err, errlen, "tensor '%s' has type %s%s; tiermem-llm supports " TM_SUPPORTED_TYPES,
                     s->name, name ? name : "unknown", name ? "" : " (unknown)");
     }
-    int64_t want1 = s->role == ROLE_NORM ? 1 : s->n_out;
-    bool shape_ok = t->dims[0] == s->n_in && t->dims[1] == want1 && t->dims[2] == 1 && t->dims[3] == 1;
+    int64_t want1 = s->role == ROLE_NORM ? 1 : s->n_out, want2 = s->role == ROLE_EXPERTS ? s->n_expert : 1;
+    bool shape_ok = t->dims[0] == s->n_in && t->dims[1] == want1 && t->dims[2] == want2 && t->dims[3] == 1;
     if (!shape_ok)
         return tm_fail(err, errlen, "tensor '%s' has shape [%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
-                    "], expected [%" PRId64 ", %" PRId64 "]", s->name, t->dims[0], t->dims[1], t->dims[2],
-                    t->dims[3], s->n_in, want1);
+                    "], expected [%" PRId64 ", %" PRId64 ", %" PRId64 "] from the metadata", s->name, t->dims[0],
+                    t->dims[1], t->dims[2], t->dims[3], s->n_in, want1, want2);
     return 0;
 }
 
@@ -219,6 +226,10 @@ int weights_upload(model_weights *w, const tm_driver *drv, const gguf_file *f, c
             case 11: L->bv = p; break;
             case 12: L->q_norm = p; break;
             case 13: L->k_norm = p; break;
+            case 14: L->router = m; break;
+            case 15: L->gate_exps = m; break;
+            case 16: L->up_exps = m; break;
+            case 17: L->down_exps = m; break;
             }
         }
     }

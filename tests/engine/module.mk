@@ -17,4 +17,4 @@ TEST_PROGS += $(ENGINE_TEST_PROGS)
 # host-kernel library built (all part of `make`).
 TEST_SCRIPTS += tests/engine/test_engine.sh tests/engine/test_engine_errors.sh tests/engine/test_generated_model.sh \
                 tests/engine/test_architectures.sh tests/engine/test_tokenize_cmd.sh \
-                tests/engine/test_chat.sh
+                tests/engine/test_chat.sh tests/engine/test_moe.sh

@@ -36,14 +36,16 @@ static const struct {
 };
 #define TYPE_NAMES "f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, q4_k_m or q5_k_m"
 
-typedef enum arch { ARCH_LLAMA, ARCH_QWEN2, ARCH_QWEN3 } arch;
-static const char *const ARCH_NAMES[] = {"llama", "qwen2", "qwen3"};
+typedef enum arch { ARCH_LLAMA, ARCH_QWEN2, ARCH_QWEN3, ARCH_QWEN3MOE, N_ARCHS } arch;
+static const char *const ARCH_NAMES[] = {"llama", "qwen2", "qwen3", "qwen3moe"};
 
 typedef struct shape {
     arch arch;
     int64_t layers, dim, heads, kv_heads, ffn, vocab, ctx;
     int64_t head_dim;       /* 0: dim / heads; else written as attention.key_length */
     bool rope_freqs;        /* write rope_freqs.weight with Llama 3.1's factors */
+    int64_t experts, experts_used, expert_ffn; /* mixture of experts: 0 experts for dense */
+    float expert_skew;      /* router rows scaled by exp(-skew * e / experts): low ids win */
     float rope_base;
     int wtype, wtype_fine;  /* most matrices; output, attn_v and ffn_down */
     int type_index;         /* in TYPES */
@@ -111,8 +113,9 @@ static int64_t row_bytes(int wtype, int64_t n)
 
 #define CHUNK_VALUES (1 << 20)
 
+/* col0: added to the first value of every row of `row` values (0: none). */
 static int write_random(gguf_writer *w, const char *name, int wtype, int64_t n, float amp,
-                        uint64_t seed)
+                        uint64_t seed, int64_t row, float col0)
 {
     static float vals[CHUNK_VALUES];
     static uint8_t bytes[CHUNK_VALUES * 4];
@@ -125,6 +128,7 @@ static int write_random(gguf_writer *w, const char *name, int wtype, int64_t n, 
             vals[i] = (float)(int32_t)(uint32_t)r * unit;
             if (i + 1 < k) vals[i + 1] = (float)(int32_t)(uint32_t)(r >> 32) * unit;
         }
+        for (int64_t i = col0 != 0.0f ? (row - done % row) % row : k; i < k; i += row) vals[i] += col0;
         size_t nb = 0;
         if (wtype == T_F32) {
             memcpy(bytes, vals, (size_t)k * 4);
@@ -164,6 +168,24 @@ static int write_ones(gguf_writer *w, int64_t n)
     return gw_end_tensor(w);
 }
 
+/* A router [experts][dim], f32, uniform in [-amp, amp], whose first column is
+ * amp * 16 * (exp(-skew * e / experts) - 1/2): with skew > 0 (and token embeddings sharing
+ * a positive first feature) the low-numbered experts win the top-k for most tokens, as
+ * in trained MoE models; skew 0 leaves the choice to the random rows. */
+static int write_router(gguf_writer *w, const char *name, int64_t experts, int64_t dim, float amp, float skew,
+                        uint64_t seed)
+{
+    uint64_t s = name_seed(seed, name);
+    float unit = amp / 2147483648.0f;
+    for (int64_t e = 0; e < experts; e++)
+        for (int64_t i = 0; i < dim; i++) {
+            float v = (float)(int32_t)(uint32_t)splitmix64(&s) * unit;
+            if (i == 0 && skew > 0) v = amp * 16 * (expf(-skew * (float)e / (float)experts) - 0.5f);
+            if (gw_write_data(w, &v, 4)) return -1;
+        }
+    return gw_end_tensor(w);
+}
+
 /* Llama 3.1's frequency factors (what llama.cpp's converter writes as rope_freqs.weight):
  * 1 for wavelengths below 8192 / 4, 8 above 8192 / 1, smoothly between. */
 static int write_llama3_freqs(gguf_writer *w, int64_t n_pairs, int64_t rot_dim, float base)
@@ -186,17 +208,19 @@ static int write_llama3_freqs(gguf_writer *w, int64_t n_pairs, int64_t rot_dim, 
 /* ----------------------------------------------------------------------------
  * Shape */
 
-typedef enum contents { RANDOM, ONES, LLAMA3_FREQS } contents;
+typedef enum contents { RANDOM, ONES, LLAMA3_FREQS, ROUTER } contents;
 
 typedef struct tensor_plan {
     char name[64];
     int64_t n_in, n_out;    /* a vector when n_out == 0 */
+    int64_t n_expert;       /* a stack of n_expert matrices when > 0 */
     int wtype;
     float amp;
+    float col0;             /* added to each row's first value (the skewed router's signal) */
     contents what;          /* vectors: norms are ONES, biases RANDOM */
 } tensor_plan;
 
-#define MAX_PLAN(sh) (4 + 14 * (size_t)(sh)->layers)
+#define MAX_PLAN(sh) (4 + 18 * (size_t)(sh)->layers)
 
 static int64_t plan_tensors(const shape *sh, tensor_plan *plan)
 {
@@ -208,6 +232,9 @@ static int64_t plan_tensors(const shape *sh, tensor_plan *plan)
         plan[n].n_in = in; plan[n].n_out = out; plan[n].wtype = wt; plan[n].amp = amp_; \
         plan[n].what = (out) || (amp_) != 1 ? RANDOM : ONES; n++; } while (0)
     ADD("token_embd.weight", sh->dim, sh->vocab, sh->wtype, sqrt3);
+    /* With a skewed router, every token carries the same positive first feature, which the
+     * router's first column turns into a consistent preference for the low expert ids. */
+    if (sh->experts && sh->expert_skew > 0) plan[n - 1].col0 = 2 * sqrt3;
     ADD("output_norm.weight", sh->dim, 0, T_F32, 1);
     if (!sh->tied) ADD("output.weight", sh->dim, sh->vocab, sh->wtype_fine, 4 * sqrt3 / sqrtf((float)sh->dim));
     if (sh->rope_freqs) {
@@ -226,15 +253,27 @@ static int64_t plan_tensors(const shape *sh, tensor_plan *plan)
         BLK_T("attn_v.weight", sh->dim, kv_dim, sh->wtype_fine, a_dim);
         BLK("attn_output.weight", q_dim, sh->dim, sqrt3 / sqrtf((float)q_dim));
         BLK("ffn_norm.weight", sh->dim, 0, 1);
-        BLK("ffn_gate.weight", sh->dim, sh->ffn, a_dim);
-        BLK("ffn_up.weight", sh->dim, sh->ffn, a_dim);
-        BLK_T("ffn_down.weight", sh->ffn, sh->dim, sh->wtype_fine, a_ffn);
+        if (sh->experts) { /* Mixtral's layout: a router and stacks of expert matrices */
+            int64_t ef = sh->expert_ffn ? sh->expert_ffn : sh->ffn;
+            BLK_T("ffn_gate_inp.weight", sh->dim, sh->experts, T_F32, a_dim);
+            plan[n - 1].what = ROUTER;
+            BLK("ffn_gate_exps.weight", sh->dim, ef, a_dim);
+            plan[n - 1].n_expert = sh->experts;
+            BLK("ffn_up_exps.weight", sh->dim, ef, a_dim);
+            plan[n - 1].n_expert = sh->experts;
+            BLK_T("ffn_down_exps.weight", ef, sh->dim, sh->wtype_fine, sqrt3 / sqrtf((float)ef));
+            plan[n - 1].n_expert = sh->experts;
+        } else {
+            BLK("ffn_gate.weight", sh->dim, sh->ffn, a_dim);
+            BLK("ffn_up.weight", sh->dim, sh->ffn, a_dim);
+            BLK_T("ffn_down.weight", sh->ffn, sh->dim, sh->wtype_fine, a_ffn);
+        }
         if (sh->arch == ARCH_QWEN2) { /* biases: small random vectors */
             BLK("attn_q.bias", q_dim, 0, 0.5f);
             BLK("attn_k.bias", kv_dim, 0, 0.5f);
             BLK("attn_v.bias", kv_dim, 0, 0.5f);
         }
-        if (sh->arch == ARCH_QWEN3) { /* per-head norms */
+        if (sh->arch == ARCH_QWEN3 || sh->arch == ARCH_QWEN3MOE) { /* per-head norms */
             BLK("attn_q_norm.weight", head_dim, 0, 1);
             BLK("attn_k_norm.weight", head_dim, 0, 1);
         }
@@ -247,7 +286,7 @@ static int64_t plan_tensors(const shape *sh, tensor_plan *plan)
 
 static int64_t tensor_bytes(const tensor_plan *t)
 {
-    return t->n_out ? row_bytes(t->wtype, t->n_in) * t->n_out : 4 * t->n_in;
+    return t->n_out ? row_bytes(t->wtype, t->n_in) * t->n_out * (t->n_expert ? t->n_expert : 1) : 4 * t->n_in;
 }
 
 static int64_t model_bytes(const shape *sh)
@@ -344,6 +383,9 @@ static void usage(FILE *f)
         "                      (q/k norms); keys are written under A.*\n"
         "  --head-dim N        head size other than dim / heads (attention.key_length)\n"
         "  --rope-freqs        write rope_freqs.weight with Llama 3.1's frequency factors\n"
+        "  --experts N --experts-used K   mixture of experts (Mixtral layout; --arch qwen3moe too)\n"
+        "  --expert-ffn N      expert width (expert_feed_forward_length; default --ffn)\n"
+        "  --expert-skew S     router skew: 0 spreads tokens evenly, 4 sends most to a few experts\n"
         "  --seed N            random seed (default 1)\n");
 }
 
@@ -357,14 +399,16 @@ int main(int argc, char **argv)
     uint64_t seed = 1;
     bool explicit_shape = false;
     enum { O_LAYERS = 256, O_DIM, O_HEADS, O_KV_HEADS, O_FFN, O_VOCAB, O_TYPE, O_SEED, O_TARGET,
-           O_CTX, O_ROPE, O_VOCAB_TYPE, O_TIED, O_ARCH, O_HEAD_DIM, O_ROPE_FREQS };
+           O_CTX, O_ROPE, O_VOCAB_TYPE, O_TIED, O_ARCH, O_HEAD_DIM, O_ROPE_FREQS,
+           O_EXPERTS, O_EXPERTS_USED, O_EXPERT_FFN, O_EXPERT_SKEW };
     static const struct option opts[] = {
         {"layers", 1, 0, O_LAYERS}, {"dim", 1, 0, O_DIM}, {"heads", 1, 0, O_HEADS},
         {"kv-heads", 1, 0, O_KV_HEADS}, {"ffn", 1, 0, O_FFN}, {"vocab", 1, 0, O_VOCAB},
         {"type", 1, 0, O_TYPE}, {"seed", 1, 0, O_SEED}, {"target-size", 1, 0, O_TARGET},
         {"ctx", 1, 0, O_CTX}, {"rope-base", 1, 0, O_ROPE}, {"vocab-type", 1, 0, O_VOCAB_TYPE},
         {"tied", 0, 0, O_TIED}, {"arch", 1, 0, O_ARCH}, {"head-dim", 1, 0, O_HEAD_DIM},
-        {"rope-freqs", 0, 0, O_ROPE_FREQS}, {"output", 1, 0, 'o'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+        {"rope-freqs", 0, 0, O_ROPE_FREQS}, {"experts", 1, 0, O_EXPERTS}, {"experts-used", 1, 0, O_EXPERTS_USED},
+        {"expert-ffn", 1, 0, O_EXPERT_FFN}, {"expert-skew", 1, 0, O_EXPERT_SKEW}, {"output", 1, 0, 'o'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
         switch (c) {
@@ -380,12 +424,16 @@ int main(int argc, char **argv)
         case O_ROPE: sh.rope_base = strtof(optarg, NULL); break;
         case O_TIED: sh.tied = true; break;
         case O_ROPE_FREQS: sh.rope_freqs = true; break;
+        case O_EXPERTS: sh.experts = parse_int("--experts", optarg, 1, 256); break;
+        case O_EXPERTS_USED: sh.experts_used = parse_int("--experts-used", optarg, 1, 16); break;
+        case O_EXPERT_FFN: sh.expert_ffn = parse_int("--expert-ffn", optarg, 32, 1 << 20); break;
+        case O_EXPERT_SKEW: sh.expert_skew = (float)parse_int("--expert-skew", optarg, 0, 64); break;
         case O_HEAD_DIM: sh.head_dim = parse_int("--head-dim", optarg, 2, 256); explicit_shape = true; break;
         case O_ARCH: {
             int a = 0;
-            while (a < 3 && strcmp(optarg, ARCH_NAMES[a])) a++;
-            if (a == 3) {
-                fprintf(stderr, "tiermem-mkmodel: --arch must be llama, qwen2 or qwen3, got '%s'\n", optarg);
+            while (a < N_ARCHS && strcmp(optarg, ARCH_NAMES[a])) a++;
+            if (a == N_ARCHS) {
+                fprintf(stderr, "tiermem-mkmodel: --arch must be llama, qwen2, qwen3 or qwen3moe, got '%s'\n", optarg);
                 return 2;
             }
             sh.arch = (arch)a;
@@ -433,6 +481,13 @@ int main(int argc, char **argv)
                 TYPES[sh.type_index].name, row_block(&sh));
         return 2;
     }
+    if (sh.arch == ARCH_QWEN3MOE && !sh.experts) sh.experts = 8;
+    if (sh.experts && !sh.experts_used) sh.experts_used = sh.experts < 2 ? sh.experts : 2;
+    if (sh.experts_used > sh.experts || (sh.expert_ffn && sh.expert_ffn % row_block(&sh))) {
+        fprintf(stderr, "tiermem-mkmodel: --experts-used must be at most --experts, and --expert-ffn a multiple "
+                "of %" PRId64 "\n", row_block(&sh));
+        return 2;
+    }
     if (sh.vocab < vocab_min_size(sh.vocab_kind)) {
         fprintf(stderr, "tiermem-mkmodel: --vocab must be at least %d for --vocab-type %s\n",
                 vocab_min_size(sh.vocab_kind), sh.vocab_kind == VOCAB_SPM ? "spm" : "gpt2");
@@ -462,14 +517,19 @@ int main(int argc, char **argv)
     gw_f32(&w, KEY("rope.freq_base"), sh.rope_base);
     gw_f32(&w, KEY("attention.layer_norm_rms_epsilon"), 1e-5f);
     gw_u32(&w, KEY("vocab_size"), (uint32_t)sh.vocab);
+    if (sh.experts) {
+        gw_u32(&w, KEY("expert_count"), (uint32_t)sh.experts);
+        gw_u32(&w, KEY("expert_used_count"), (uint32_t)sh.experts_used);
+        if (sh.expert_ffn) gw_u32(&w, KEY("expert_feed_forward_length"), (uint32_t)sh.expert_ffn);
+    }
 #undef KEY
     vocab_write(&w, sh.vocab_kind, (int32_t)sh.vocab);
 
     tensor_plan *plan = calloc(MAX_PLAN(&sh), sizeof *plan);
     int64_t n = plan_tensors(&sh, plan), total = 0;
     for (int64_t i = 0; i < n; i++) {
-        uint64_t dims[2] = {(uint64_t)plan[i].n_in, (uint64_t)plan[i].n_out};
-        gw_add_tensor(&w, plan[i].name, (uint32_t)plan[i].wtype, plan[i].n_out ? 2 : 1, dims,
+        uint64_t dims[3] = {(uint64_t)plan[i].n_in, (uint64_t)plan[i].n_out, (uint64_t)plan[i].n_expert};
+        gw_add_tensor(&w, plan[i].name, (uint32_t)plan[i].wtype, plan[i].n_expert ? 3 : plan[i].n_out ? 2 : 1, dims,
                       (uint64_t)tensor_bytes(&plan[i]));
         total += tensor_bytes(&plan[i]);
     }
@@ -479,9 +539,13 @@ int main(int argc, char **argv)
     setvbuf(out, iobuf, _IOFBF, sizeof iobuf);
     int rc = gw_begin(&w, out);
     for (int64_t i = 0; i < n && rc == 0; i++) {
-        int64_t count = plan[i].n_out ? plan[i].n_in * plan[i].n_out : plan[i].n_in;
-        rc = plan[i].what == RANDOM ? write_random(&w, plan[i].name, plan[i].wtype, count, plan[i].amp, seed)
+        int64_t count = plan[i].n_out ? plan[i].n_in * plan[i].n_out * (plan[i].n_expert ? plan[i].n_expert : 1)
+                                      : plan[i].n_in;
+        rc = plan[i].what == RANDOM ? write_random(&w, plan[i].name, plan[i].wtype, count, plan[i].amp, seed,
+                                                   plan[i].n_in, plan[i].col0)
              : plan[i].what == ONES ? write_ones(&w, count)
+             : plan[i].what == ROUTER ? write_router(&w, plan[i].name, plan[i].n_out, plan[i].n_in, 4 * plan[i].amp,
+                                                     sh.expert_skew, seed)
                                     : write_llama3_freqs(&w, count, head_dim, sh.rope_base);
     }
     if (fclose(out) != 0) rc = -1;
