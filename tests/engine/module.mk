@@ -16,5 +16,6 @@ TEST_PROGS += $(ENGINE_TEST_PROGS)
 # The engine on simcuda; they need the engine, the model generator, simcuda and the
 # host-kernel library built (all part of `make`).
 TEST_SCRIPTS += tests/engine/test_engine.sh tests/engine/test_engine_errors.sh tests/engine/test_generated_model.sh \
+                tests/engine/test_oracle.sh \
                 tests/engine/test_architectures.sh tests/engine/test_tokenize_cmd.sh \
                 tests/engine/test_chat.sh tests/engine/test_moe.sh
