@@ -30,6 +30,7 @@ typedef struct cli_options {
     bool verbose;
     bool tokenize, no_bos;  /* --tokenize: print the prompt's ids and stop */
     bool chat;              /* --chat: a conversation in the model's chat template */
+    const char *force_ids;  /* --force-ids: teacher forcing */
 } cli_options;
 
 static void usage(FILE *f)
@@ -51,6 +52,7 @@ static void usage(FILE *f)
         "  --prompts-file F          one prompt per line, run as concurrent sequences\n"
         "  --threads N               CPU threads of the host kernels (simcuda)\n"
         "  --dump-logits FILE        write every step's logits: \"step seq logit0 logit1 ...\"\n"
+        "  --force-ids \"I J ...\"     teacher forcing: take these tokens instead of the sampled ones\n"
         "  --driver PATH             CUDA driver library (default libcuda.so.1)\n"
         "  -v                        more detail on stderr (device, ids)\n");
 }
@@ -86,13 +88,13 @@ static int parse_args(int argc, char **argv, cli_options *o)
     *o = (cli_options){.n_predict = 64, .top_k = 40, .block_size = 16, .temperature = 0.0f, .top_p = 0.95f,
                        .gpu_util = 0.9, .seed = 1, .kv_dtype = TM_KV_FP8_E4M3};
     enum { O_TEMP = 256, O_TOPK, O_TOPP, O_SEED, O_KVD, O_BS, O_CTX, O_PF, O_THR, O_DUMP, O_DRV, O_KVB, O_UTIL, O_TOK,
-           O_NOBOS, O_CHAT };
+           O_NOBOS, O_CHAT, O_FORCE };
     static const struct option opts[] = {
         {"model", 1, 0, 'm'}, {"prompt", 1, 0, 'p'}, {"temp", 1, 0, O_TEMP}, {"top-k", 1, 0, O_TOPK},
         {"top-p", 1, 0, O_TOPP}, {"seed", 1, 0, O_SEED}, {"kv-dtype", 1, 0, O_KVD}, {"block-size", 1, 0, O_BS},
         {"ctx", 1, 0, O_CTX}, {"prompts-file", 1, 0, O_PF}, {"threads", 1, 0, O_THR},
         {"dump-logits", 1, 0, O_DUMP}, {"driver", 1, 0, O_DRV}, {"kv-blocks", 1, 0, O_KVB},
-        {"gpu-memory-utilization", 1, 0, O_UTIL}, {"tokenize", 0, 0, O_TOK}, {"no-bos", 0, 0, O_NOBOS}, {"chat", 0, 0, O_CHAT},
+        {"gpu-memory-utilization", 1, 0, O_UTIL}, {"tokenize", 0, 0, O_TOK}, {"no-bos", 0, 0, O_NOBOS}, {"chat", 0, 0, O_CHAT}, {"force-ids", 1, 0, O_FORCE},
         {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     int c;
     long long v;
@@ -124,6 +126,7 @@ static int parse_args(int argc, char **argv, cli_options *o)
         case O_TOK: o->tokenize = true; break;
         case O_NOBOS: o->no_bos = true; break;
         case O_CHAT: o->chat = true; break;
+        case O_FORCE: o->force_ids = optarg; break;
         case 'h': usage(stdout); exit(0);
         default: usage(stderr); return -1;
         }
@@ -302,11 +305,35 @@ int main(int argc, char **argv)
     }
 
     generate_options gopt = {prompts, n_prompts, o.n_predict, o.temperature, o.top_k, o.top_p, o.seed,
-                             n_prompts == 1, o.verbose, dump, NULL};
+                             n_prompts == 1, o.verbose, dump, NULL, NULL, 0};
+    int32_t *forced = NULL;
+    if (o.force_ids) {
+        char *end;
+        const char *p = o.force_ids;
+        forced = malloc(sizeof *forced * (size_t)(o.n_predict ? o.n_predict : 1));
+        if (!forced) {
+            fprintf(stderr, "error: out of host memory\n");
+            goto out;
+        }
+        while (gopt.n_forced < o.n_predict) {
+            long v = strtol(p, &end, 10);
+            if (end == p) break;
+            if (v < 0 || v >= cfg.vocab) {
+                fprintf(stderr, "error: --force-ids: token %ld is outside the vocabulary (%d)\n", v, cfg.vocab);
+                free(forced);
+                goto out;
+            }
+            forced[gopt.n_forced++] = (int32_t)v;
+            p = end;
+        }
+        gopt.forced = forced;
+    }
     if (o.chat) {
         chat_template tpl = chat_template_of(&f);
         if (o.verbose) fprintf(stderr, "tiermem-llm: chat template: %s\n", chat_template_name(tpl));
-        if (chat_cmd(&m, &tok, tpl, o.prompt, stdin, &gopt, ctx)) {
+        int crc = chat_cmd(&m, &tok, tpl, o.prompt, stdin, &gopt, ctx);
+        free(forced);
+        if (crc) {
             fflush(stdout);
             fprintf(stderr, "\nerror: %s\n", m.err);
             goto out;
@@ -315,7 +342,9 @@ int main(int argc, char **argv)
         goto out;
     }
     generate_stats st;
-    if (generate_run(&m, &tok, &gopt, ids, n_ids, &st)) {
+    int grc = generate_run(&m, &tok, &gopt, ids, n_ids, &st);
+    free(forced);
+    if (grc) {
         fflush(stdout);
         fprintf(stderr, "\nerror: %s\n", m.err);
         goto out;

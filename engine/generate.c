@@ -79,6 +79,7 @@ static void dump_logits(FILE *f, int step, int seq, const float *logits, int32_t
  * or after n_predict tokens. */
 static int take_token(sequence *s, const tokenizer *tok, const generate_options *opt, int32_t id)
 {
+    if (s->n_out < opt->n_forced) id = opt->forced[s->n_out];
     if (id == tok->eos_id || id == tok->eot_id) {
         s->done = true;
         return 0;
