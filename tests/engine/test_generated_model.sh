@@ -55,6 +55,13 @@ check "without output.weight the model runs" test $? -eq 0
 check_eq "without output.weight the embedding serves as output" "$(ids_of "$T/tied.err" | cut -d' ' -f1)" \
   "$(sed -n 's/^tiermem-llm: seq 0 prompt ids: //p' "$T/tied.err" | awk '{ print $NF }')"
 
+# Teacher forcing: the forced ids are the generated ones; an id outside the vocabulary is refused.
+"$LLM" -m "$T/tied.gguf" -p "the dog" -n 3 --kv-blocks 16 -v --force-ids "5 6 7" >/dev/null 2>"$T/forced.err"
+check_eq "--force-ids: the tokens taken are the forced ones" "$(ids_of "$T/forced.err")" "5 6 7"
+"$LLM" -m "$T/tied.gguf" -p "the dog" -n 3 --kv-blocks 16 --force-ids "5 99999" >/dev/null 2>"$T/forced.err"
+check "--force-ids with an id outside the vocabulary: exit 1, named" \
+  grep -q "force-ids: token 99999 is outside the vocabulary" "$T/forced.err"
+
 "$MK" -o "$T/gpt2.gguf" --vocab-type gpt2 --layers 1 --dim 64 --heads 2 --kv-heads 1 --ffn 128 --vocab 700 >/dev/null
 "$LLM" -m "$T/gpt2.gguf" -p "the little girl" -n 8 --kv-blocks 16 -v >"$T/gpt2.out" 2>"$T/gpt2.err"
 check "a gpt2-vocabulary model runs" test $? -eq 0
