@@ -33,8 +33,8 @@ static int run_turn(tm_model *m, const tokenizer *tok, chat_template t, chat_mes
     if (!ids || tokenizer_encode_special(tok, text, bos, ids, n_ids) != n_ids) {
         tm_fail(m->err, sizeof m->err, "out of host memory");
     } else if (n_ids + gen->n_predict > max_positions) {
-        tm_fail(m->err, sizeof m->err, "the conversation has %lld tokens; with -n %d it passes the context of %d (--ctx)",
-                (long long)n_ids, gen->n_predict, max_positions);
+        tm_fail(m->err, sizeof m->err, "the conversation has %lld tokens; with -n %d it passes the context of %d "
+                "(--ctx)", (long long)n_ids, gen->n_predict, max_positions);
     } else {
         char *empty = "";
         generate_options o = *gen;

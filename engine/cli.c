@@ -277,7 +277,8 @@ int main(int argc, char **argv)
         goto out;
     }
     model_loaded = true;
-    if (o.verbose && cfg.n_expert && !(m.expert_use = calloc((size_t)cfg.n_layers * cfg.n_expert, sizeof *m.expert_use))) {
+    if (o.verbose && cfg.n_expert &&
+        !(m.expert_use = calloc((size_t)cfg.n_layers * cfg.n_expert, sizeof *m.expert_use))) {
         fprintf(stderr, "error: out of host memory\n");
         goto out;
     }

@@ -57,8 +57,8 @@ int llama_config_load(llama_config *cfg, const gguf_file *f, char err[GGUF_ERROR
     size_t a = 0;
     while (a < sizeof ARCHS / sizeof *ARCHS && !gguf_str_eq(arch, ARCHS[a].name)) a++;
     if (a == sizeof ARCHS / sizeof *ARCHS) {
-        snprintf(err, GGUF_ERROR_MAX, "architecture '%.*s' is not supported (llama, qwen2, qwen3, qwen3moe; Mistral and Mixtral files are llama)",
-                 (int)(arch.len > 40 ? 40 : arch.len), arch.data);
+        snprintf(err, GGUF_ERROR_MAX, "architecture '%.*s' is not supported (llama, qwen2, qwen3, qwen3moe; "
+                 "Mistral and Mixtral files are llama)", (int)(arch.len > 40 ? 40 : arch.len), arch.data);
         return -1;
     }
     cfg->arch = ARCHS[a].arch;

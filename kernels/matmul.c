@@ -263,14 +263,18 @@ TM_QUANT_TYPES(DEFINE_MATMUL)
 #define DEFINE_MOE_MATVEC(wname, WTYPE)                                                 \
     static void moe_matvec_##wname(TM_DECLARE_PARAMS(moe_matvec)) {                     \
         int64_t row_bytes = tm_wtype_row_bytes(WTYPE, n_in), slots = (int64_t)n_tokens * top_k; \
-        int64_t work = slots * n_out;                                                   \
-        _Pragma("omp parallel for schedule(static) num_threads(tm_twin_threads()) if (work * n_in >= PARALLEL_MIN_MACS)") \
+        int64_t work = slots * n_out, macs = work * n_in;                               \
+        _Pragma("omp parallel for schedule(static) num_threads(tm_twin_threads()) if (macs >= PARALLEL_MIN_MACS)") \
         for (int64_t i = 0; i < work; i++) {                                            \
             int64_t s = i / n_out, o = i % n_out;                                       \
             int32_t e = ids[s];                                                         \
             const float *xr = x + (x_per_slot ? s : s / top_k) * n_in;                  \
-            out[i] = e < 0 || e >= n_expert ? 0.0f                                      \
-                     : dot_##wname((const void *)((const uint8_t *)w + ((int64_t)e * n_out + o) * row_bytes), xr, n_in); \
+            if (e < 0 || e >= n_expert) {                                               \
+                out[i] = 0.0f;                                                          \
+                continue;                                                               \
+            }                                                                           \
+            out[i] = dot_##wname((const void *)((const uint8_t *)w + ((int64_t)e * n_out + o) * row_bytes), \
+                                 xr, n_in);                                             \
         }                                                                               \
     }                                                                                   \
     TM_TWIN(tm_moe_matvec_##wname, moe_matvec, moe_matvec, moe_matvec_##wname,          \

@@ -408,7 +408,8 @@ int main(int argc, char **argv)
         {"ctx", 1, 0, O_CTX}, {"rope-base", 1, 0, O_ROPE}, {"vocab-type", 1, 0, O_VOCAB_TYPE},
         {"tied", 0, 0, O_TIED}, {"arch", 1, 0, O_ARCH}, {"head-dim", 1, 0, O_HEAD_DIM},
         {"rope-freqs", 0, 0, O_ROPE_FREQS}, {"experts", 1, 0, O_EXPERTS}, {"experts-used", 1, 0, O_EXPERTS_USED},
-        {"expert-ffn", 1, 0, O_EXPERT_FFN}, {"expert-skew", 1, 0, O_EXPERT_SKEW}, {"output", 1, 0, 'o'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+        {"expert-ffn", 1, 0, O_EXPERT_FFN}, {"expert-skew", 1, 0, O_EXPERT_SKEW}, {"output", 1, 0, 'o'},
+        {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
         switch (c) {
@@ -470,7 +471,8 @@ int main(int argc, char **argv)
     }
     if (target) pick_shape(&sh, target);
     if (!sh.ffn) sh.ffn = ffn_for(&sh);
-    if ((!sh.head_dim && sh.dim % sh.heads) || sh.heads % sh.kv_heads || (sh.head_dim ? sh.head_dim : sh.dim / sh.heads) % 2) {
+    if ((!sh.head_dim && sh.dim % sh.heads) || sh.heads % sh.kv_heads ||
+        (sh.head_dim ? sh.head_dim : sh.dim / sh.heads) % 2) {
         fprintf(stderr, "tiermem-mkmodel: --dim (%" PRId64 ") must be a multiple of --heads (%" PRId64
                 ") with an even head size, and --heads a multiple of --kv-heads (%" PRId64 ")\n",
                 sh.dim, sh.heads, sh.kv_heads);
