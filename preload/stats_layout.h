@@ -24,7 +24,7 @@
 #include <stdint.h>
 
 #define TM_STATS_MAGIC       0x314d454d52454954ull /* "TIERMEM1" as little-endian bytes */
-#define TM_STATS_VERSION     1
+#define TM_STATS_VERSION     2
 #define TM_STATS_TIERS       3                     /* hbm, cxl, ddr, in this order */
 #define TM_STATS_RECORDS     16384
 
@@ -114,7 +114,10 @@ typedef struct tm_stats_record {
     uint32_t chunks[TM_STATS_TIERS]; /* chunks per tier */
     uint32_t flags;           /* bit 0: pinned host backing */
     uint64_t reserved[2];
-} tm_stats_record;            /* 64 bytes */
+    uint32_t tensors;         /* distinct model-file tensors copied into it (0: none seen) */
+    uint32_t reserved2;
+    char name[88];            /* the first of them, NUL-terminated ("" when none) */
+} tm_stats_record;            /* 160 bytes */
 
 #define TM_STATS_RECORD_PINNED_HOST 1u
 

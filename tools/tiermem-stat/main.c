@@ -92,7 +92,8 @@ static void print_table(const tm_stats_snapshot *s, const char *path)
            (unsigned long long)h->passthrough_total, (unsigned long long)h->records_used,
            (unsigned long long)h->records_dropped);
     if (s->record_count) {
-        printf("\n%-18s %12s %8s %8s %8s  %s\n", "address", "size", "hbm", "cxl", "ddr", "allocated with");
+        printf("\n%-18s %12s %8s %8s %8s  %-18s %s\n", "address", "size", "hbm", "cxl", "ddr", "allocated with",
+               "tensor");
         for (size_t i = 0; i < s->record_count; i++) {
             const tm_stats_record *r = &s->records[i];
             char address[24];
@@ -100,9 +101,15 @@ static void print_table(const tm_stats_snapshot *s, const char *path)
                 snprintf(address, sizeof address, "0x%llx", (unsigned long long)r->address);
             else
                 snprintf(address, sizeof address, "(handle)");
-            printf("%-18s %12s %8u %8u %8u  %s%s\n", address, tm_format_size(r->size, a, sizeof a), r->chunks[0],
-                   r->chunks[1], r->chunks[2], path_name(r->path),
-                   r->flags & TM_STATS_RECORD_PINNED_HOST ? " (pinned host)" : "");
+            char with[64], tensor[sizeof r->name + 32] = "-";
+            snprintf(with, sizeof with, "%s%s", path_name(r->path),
+                     r->flags & TM_STATS_RECORD_PINNED_HOST ? " (pinned host)" : "");
+            if (r->name[0] && r->tensors > 1)
+                snprintf(tensor, sizeof tensor, "%s (+%u more)", r->name, r->tensors - 1);
+            else if (r->name[0])
+                snprintf(tensor, sizeof tensor, "%s", r->name);
+            printf("%-18s %12s %8u %8u %8u  %-18s %s\n", address, tm_format_size(r->size, a, sizeof a), r->chunks[0],
+                   r->chunks[1], r->chunks[2], with, tensor);
         }
     }
     printf("\ncalls:");
@@ -148,9 +155,10 @@ static void print_json(const tm_stats_snapshot *s, const char *path)
     for (size_t i = 0; i < s->record_count; i++) {
         const tm_stats_record *r = &s->records[i];
         printf("{\"address\":%llu,\"size\":%llu,\"chunks\":{\"hbm\":%u,\"cxl\":%u,\"ddr\":%u},\"path\":\"%s\","
-               "\"pinned_host\":%s}%s\n",
+               "\"pinned_host\":%s,\"tensor\":%s%s%s,\"tensors\":%u}%s\n",
                (unsigned long long)r->address, (unsigned long long)r->size, r->chunks[0], r->chunks[1], r->chunks[2],
                path_name(r->path), r->flags & TM_STATS_RECORD_PINNED_HOST ? "true" : "false",
+               r->name[0] ? "\"" : "", r->name[0] ? r->name : "null", r->name[0] ? "\"" : "", r->tensors,
                i + 1 < s->record_count ? "," : "");
     }
     printf("],\n\"calls\":{");

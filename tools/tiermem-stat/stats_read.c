@@ -102,8 +102,10 @@ int tm_stats_parse(const void *bytes, size_t size, tm_stats_snapshot *snapshot, 
     for (uint32_t i = 0; i < h->record_capacity; i++) {
         tm_stats_record r;
         memcpy(&r, records + (size_t)i * sizeof r, sizeof r);
-        if (!(r.seq & 1) && r.in_use == 1)
+        if (!(r.seq & 1) && r.in_use == 1) {
+            clean_text(r.name, sizeof r.name);
             snapshot->records[snapshot->record_count++] = r;
+        }
     }
     return 0;
 }
