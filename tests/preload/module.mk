@@ -4,6 +4,7 @@
 #   $(O)/tests/preload/probe          an ordinary CUDA program (links libcuda.so.1)
 #   $(O)/tests/preload/doors          reaches the driver through every door
 #   $(O)/tests/preload/kernels.so     its host kernels (a simcuda module)
+#   $(O)/tests/preload/filecopy       loads a model file as programs do (mmap, pread, staging)
 
 PRELOAD_TEST_DIR := $(O)/tests/preload
 PRELOAD_TEST_KERNELS := $(PRELOAD_TEST_DIR)/kernels.so
@@ -27,6 +28,14 @@ $(PRELOAD_TEST_DIR)/doors: $(O)/obj/tests/preload/doors.o $(O)/obj/tests/preload
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) $(filter %.o,$^) -o $@ $(PRELOAD_TEST_LINK)
 
+TENSOR_TABLE_OBJS := $(O)/obj/preload/tensor_table.o $(O)/obj/preload/parse_gguf.o \
+                     $(O)/obj/preload/parse_safetensors.o
+
+$(PRELOAD_TEST_DIR)/filecopy: $(O)/obj/tests/preload/filecopy.o $(O)/obj/tests/preload/probe_util.o \
+    $(O)/obj/tools/tiermem-stat/stats_read.o $(TENSOR_TABLE_OBJS) $(O)/lib/simcuda/libcuda.so.1 | $(PRELOAD_TEST_KERNELS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) $(filter %.o,$^) -o $@ $(PRELOAD_TEST_LINK) -ljansson
+
 # Unit tests of the pieces that need no driver.
 $(PRELOAD_TEST_DIR)/test_registry: $(O)/obj/tests/preload/test_registry.o $(O)/obj/preload/registry.o
 	@mkdir -p $(@D)
@@ -36,5 +45,5 @@ TEST_PROGS += $(PRELOAD_TEST_DIR)/test_registry
 TEST_SCRIPTS += $(sort $(wildcard tests/preload/test_*.sh))
 
 # The shell tests need these built by `make test`.
-test-progs: $(PRELOAD_TEST_DIR)/probe $(PRELOAD_TEST_DIR)/doors $(PRELOAD_TEST_KERNELS) \
+test-progs: $(PRELOAD_TEST_DIR)/probe $(PRELOAD_TEST_DIR)/doors $(PRELOAD_TEST_DIR)/filecopy $(PRELOAD_TEST_KERNELS) \
             $(O)/lib/libtiermem.so $(O)/bin/tiermem-stat
