@@ -15,7 +15,6 @@
 
 #define FD_MAX 65536                /* descriptors above this are not followed */
 #define FILES_MAX 1024              /* distinct model files per process */
-#define HOST_RANGES_MAX 1024        /* host buffers remembered at once (oldest replaced) */
 #define HEADER_MAX ((size_t)256 << 20)
 
 static bool enabled;
@@ -130,88 +129,4 @@ const tm_model_file *tm_model_file_of_fd(int fd)
     if (fd < 0 || fd >= FD_MAX)
         return NULL;
     return __atomic_load_n(&fd_file[fd], __ATOMIC_ACQUIRE);
-}
-
-/* ---------------------------------------------------------------- host ranges */
-
-typedef struct host_range {
-    uintptr_t start, end;           /* [start, end) of host memory */
-    const tm_model_file *file;
-    uint64_t offset;                /* file offset of `start` */
-} host_range;
-
-int tm_host_range_count;
-static pthread_rwlock_t ranges_lock = PTHREAD_RWLOCK_INITIALIZER;
-static host_range ranges[HOST_RANGES_MAX];
-static int range_next;              /* the slot replaced when all are taken */
-
-/* Drops or trims every range overlapping [start, end). Called with the lock held. */
-static void cut_locked(uintptr_t start, uintptr_t end)
-{
-    for (int i = 0; i < HOST_RANGES_MAX; i++) {
-        host_range *r = &ranges[i];
-        if (!r->file || r->end <= start || r->start >= end)
-            continue;
-        if (r->start < start && r->end > end) {
-            r->end = start;         /* a hole in the middle: keep the head only */
-        } else if (r->start < start) {
-            r->end = start;
-        } else if (r->end > end) {
-            r->offset += end - r->start;
-            r->start = end;
-        } else {
-            r->file = NULL;
-            __atomic_fetch_sub(&tm_host_range_count, 1, __ATOMIC_RELAXED);
-        }
-    }
-}
-
-void tm_host_range_filled(const tm_model_file *file, const void *host, size_t bytes, uint64_t offset)
-{
-    if (!file || !bytes)
-        return;
-    uintptr_t start = (uintptr_t)host, end = start + bytes;
-    if (end < start)
-        return;
-    pthread_rwlock_wrlock(&ranges_lock);
-    cut_locked(start, end);
-    int slot = -1;
-    for (int i = 0; i < HOST_RANGES_MAX && slot < 0; i++)
-        if (!ranges[i].file) slot = i;
-    if (slot < 0) {
-        slot = range_next;          /* every slot taken: the oldest goes */
-        range_next = (range_next + 1) % HOST_RANGES_MAX;
-    } else {
-        __atomic_fetch_add(&tm_host_range_count, 1, __ATOMIC_RELAXED);
-    }
-    ranges[slot] = (host_range){ start, end, file, offset };
-    pthread_rwlock_unlock(&ranges_lock);
-}
-
-void tm_host_range_forget(const void *host, size_t bytes)
-{
-    if (!tm_host_ranges_any())
-        return;
-    uintptr_t start = (uintptr_t)host, end = start + bytes;
-    pthread_rwlock_wrlock(&ranges_lock);
-    cut_locked(start, end < start ? UINTPTR_MAX : end);
-    pthread_rwlock_unlock(&ranges_lock);
-}
-
-bool tm_host_range_find(const void *host, const tm_model_file **file, uint64_t *offset, size_t *valid)
-{
-    uintptr_t at = (uintptr_t)host;
-    bool found = false;
-    pthread_rwlock_rdlock(&ranges_lock);
-    for (int i = 0; i < HOST_RANGES_MAX && !found; i++) {
-        const host_range *r = &ranges[i];
-        if (r->file && at >= r->start && at < r->end) {
-            *file = r->file;
-            *offset = r->offset + (at - r->start);
-            *valid = r->end - at;
-            found = true;
-        }
-    }
-    pthread_rwlock_unlock(&ranges_lock);
-    return found;
 }
