@@ -63,9 +63,14 @@ static bool parse_min_tiered(const char *value, tm_config *config)
 
 static bool parse_policy(const char *value, tm_config *config)
 {
-    if (strcasecmp(value, "size") != 0)
+    if (strcasecmp(value, "size") == 0)
+        config->policy = TM_POLICY_SIZE;
+    else if (strcasecmp(value, "managed") == 0)
+        config->policy = TM_POLICY_MANAGED;
+    else if (strcasecmp(value, "managed-advised") == 0)
+        config->policy = TM_POLICY_MANAGED_ADVISED;
+    else
         return false;
-    config->policy = TM_POLICY_SIZE;
     return true;
 }
 
@@ -135,7 +140,7 @@ static const variable variables[] = {
       "a size of at least 1 byte with an optional K, M, G or T suffix (e.g. 2M)" },
     { "TIERMEM_TIER_ORDER", parse_order,
       "comma-separated tiers from hbm, cxl and ddr, each at most once (e.g. hbm,cxl,ddr)" },
-    { "TIERMEM_POLICY", parse_policy, "size" },
+    { "TIERMEM_POLICY", parse_policy, "size, managed or managed-advised" },
     { "TIERMEM_RULES", parse_rules,
       "comma-separated MATCH=TIER rules, MATCH being size>=N or size<N with N a size, or name=GLOB "
       "over tensor names, TIER one of hbm, cxl, ddr (e.g. name=token_embd.weight=ddr,size>=1G=cxl)" },
@@ -233,5 +238,10 @@ const char *tm_meminfo_view_name(tm_meminfo_view view)
 
 const char *tm_policy_name(tm_policy_kind policy)
 {
-    return policy == TM_POLICY_SIZE ? "size" : "?";
+    switch (policy) {
+    case TM_POLICY_SIZE: return "size";
+    case TM_POLICY_MANAGED: return "managed";
+    case TM_POLICY_MANAGED_ADVISED: return "managed-advised";
+    }
+    return "?";
 }

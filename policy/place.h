@@ -16,7 +16,9 @@
 #include "policy/tier.h"
 
 typedef enum tm_policy_kind {
-    TM_POLICY_SIZE, /* by size, rules and room (the only one so far) */
+    TM_POLICY_SIZE,             /* by size, rules and room */
+    TM_POLICY_MANAGED,          /* the baseline: tiered allocations become managed memory */
+    TM_POLICY_MANAGED_ADVISED,  /* the same with the usual advice (policy/managed.h) */
 } tm_policy_kind;
 
 typedef struct tm_policy {

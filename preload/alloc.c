@@ -6,9 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "policy/managed.h"
 #include "policy/units.h"
 #include "preload/driver.h"
 #include "preload/log.h"
+#include "preload/managed.h"
 #include "preload/stats.h"
 
 /* Buffer ids of chunked allocations: above anything a driver hands out. */
@@ -51,15 +53,17 @@ static void record_in_stats(tm_alloc *a)
         if (a->backing->pinned_host)
             flags |= TM_STATS_RECORD_PINNED_HOST;
     }
+    if (a->managed)
+        flags |= TM_STATS_RECORD_MANAGED;
     a->stats_slot = tm_stats_record_add(a->path, a->range.base, a->range.size, chunks, flags);
 }
 
-void tm_track_driver_alloc(CUcontext ctx, CUdeviceptr dptr, uint64_t bytes, uint32_t path, bool managed)
+tm_alloc *tm_track_driver_alloc(CUcontext ctx, CUdeviceptr dptr, uint64_t bytes, uint32_t path, bool managed)
 {
     tm_alloc *a = calloc(1, sizeof *a);
     if (!a) {
         tm_log_once(TM_LOG_WARN, "out of memory for allocation records; some allocations go uncounted");
-        return;
+        return NULL;
     }
     a->range = (tm_range){ .base = dptr, .size = bytes };
     a->ctx = ctx;
@@ -70,7 +74,7 @@ void tm_track_driver_alloc(CUcontext ctx, CUdeviceptr dptr, uint64_t bytes, uint
         tm_log_once(TM_LOG_WARN, "allocation at 0x%llx overlaps a tracked one; left uncounted",
                     (unsigned long long)dptr);
         free(a);
-        return;
+        return NULL;
     }
     if (managed) {
         record_in_stats(a);
@@ -82,6 +86,7 @@ void tm_track_driver_alloc(CUcontext ctx, CUdeviceptr dptr, uint64_t bytes, uint
         tm_stats_tier_add(TM_TIER_HBM, (int64_t)bytes, 0);
     }
     tm_stat_add(alloc_total, 1);
+    return a;
 }
 
 void tm_forget(tm_alloc *a)
@@ -116,6 +121,8 @@ static void refuse_tier(tm_device *device, tm_tier_id tier, CUresult result)
 bool tm_alloc_chunked(tm_device *device, CUcontext ctx, uint64_t bytes, uint32_t path,
                       CUdeviceptr *dptr, CUresult *result)
 {
+    if (tm_policy_uses_managed(&device->policy))
+        return tm_alloc_managed(device, ctx, bytes, path, dptr, result);
     tm_alloc_desc desc = { .size = bytes };
     bool full[TM_TIER_COUNT] = { false };
     for (int attempt = 0; attempt <= TM_TIER_COUNT; attempt++) {
@@ -240,6 +247,19 @@ static void wait_in_context(CUcontext ctx)
     }
 }
 
+/* cuMemFree of memory the driver made, in the allocation's context. */
+static void free_driver_memory(tm_alloc *a)
+{
+    CUcontext current = NULL;
+    tm_real.cuCtxGetCurrent(&current);
+    bool pushed = current != a->ctx && tm_real.cuCtxPushCurrent_v2(a->ctx) == CUDA_SUCCESS;
+    tm_release_call(tm_real.cuMemFree_v2(a->range.base));
+    if (pushed) {
+        CUcontext popped;
+        tm_real.cuCtxPopCurrent_v2(&popped);
+    }
+}
+
 void tm_free_chunked(tm_alloc *a, tm_wait wait, CUstream stream)
 {
     switch (wait) {
@@ -252,6 +272,11 @@ void tm_free_chunked(tm_alloc *a, tm_wait wait, CUstream stream)
             tm_real.cuStreamSynchronize(stream);
         break;
     case TM_WAIT_NOTHING: break;
+    }
+    if (!a->backing) { /* managed memory made in place of chunks */
+        free_driver_memory(a);
+        tm_forget(a);
+        return;
     }
     charge_plan(&a->backing->plan, -1);
     tm_backing_destroy(a->backing);
@@ -289,6 +314,33 @@ static void copy_view(const tm_range *range, void *arg)
     view->ctx = a->ctx;
     view->chunked = a->backing != NULL;
     view->id = a->id;
+}
+
+struct claim {
+    bool claimed;
+    CUdeviceptr base;
+    uint64_t size;
+    int slot;
+};
+
+static void claim_read_mostly(const tm_range *range, void *arg)
+{
+    tm_alloc *a = (tm_alloc *)range; /* records are the registry's, never const */
+    struct claim *c = arg;
+    if (!a->baseline || __atomic_exchange_n(&a->read_mostly, true, __ATOMIC_ACQ_REL))
+        return;
+    *c = (struct claim){ true, a->range.base, a->range.size, a->stats_slot };
+}
+
+bool tm_claim_read_mostly(CUdeviceptr address, CUdeviceptr *base, uint64_t *size)
+{
+    struct claim c = { .claimed = false };
+    if (tm_registry_count() == 0 || !tm_registry_find(address, claim_read_mostly, &c) || !c.claimed)
+        return false;
+    tm_stats_record_flag(c.slot, TM_STATS_RECORD_READ_MOSTLY);
+    *base = c.base;
+    *size = c.size;
+    return true;
 }
 
 bool tm_lookup(CUdeviceptr address, tm_alloc_view *view)
@@ -350,14 +402,7 @@ void tm_release_all_at_exit(void)
             tm_free_chunked(a, TM_WAIT_CONTEXT, NULL);
             continue;
         }
-        CUcontext current = NULL;
-        tm_real.cuCtxGetCurrent(&current);
-        bool pushed = current != a->ctx && tm_real.cuCtxPushCurrent_v2(a->ctx) == CUDA_SUCCESS;
-        tm_release_call(tm_real.cuMemFree_v2(a->range.base));
-        if (pushed) {
-            CUcontext popped;
-            tm_real.cuCtxPopCurrent_v2(&popped);
-        }
+        free_driver_memory(a);
         tm_forget(a);
     }
     free(taken);

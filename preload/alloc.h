@@ -18,6 +18,8 @@ typedef struct tm_alloc {
     CUcontext ctx;          /* the context current at allocation */
     uint32_t path;          /* enum tm_stats_path */
     bool managed;           /* cuMemAllocManaged: counted, not placed */
+    bool baseline;          /* managed memory made in place of chunks (TIERMEM_POLICY=managed*) */
+    bool read_mostly;       /* advised read-mostly (set once, atomically) */
     int stats_slot;         /* its record in the stats region, or -1 */
     uint64_t id;            /* the buffer id pointer attributes report for chunked memory */
     tm_backing *backing;    /* chunked: the chunks; NULL for memory the driver made */
@@ -35,14 +37,16 @@ typedef enum tm_route {
 
 tm_route tm_route_allocation(uint64_t bytes, tm_device **device, CUcontext *ctx);
 
-/* Makes a chunked allocation. Returns false when the call must pass through to the driver
- * instead (an internal error, logged once). Otherwise *result is the program's answer:
- * CUDA_SUCCESS with *dptr set, or CUDA_ERROR_OUT_OF_MEMORY when no tier had room. */
+/* Makes a chunked allocation (under a managed policy: managed memory, managed.h). Returns
+ * false when the call must pass through to the driver instead (an internal error, logged
+ * once). Otherwise *result is the program's answer: CUDA_SUCCESS with *dptr set, or
+ * CUDA_ERROR_OUT_OF_MEMORY when no tier had room. */
 bool tm_alloc_chunked(tm_device *device, CUcontext ctx, uint64_t bytes, uint32_t path,
                       CUdeviceptr *dptr, CUresult *result);
 
-/* Counts memory the driver allocated (small or managed). */
-void tm_track_driver_alloc(CUcontext ctx, CUdeviceptr dptr, uint64_t bytes, uint32_t path, bool managed);
+/* Counts memory the driver allocated (small or managed); the record, or NULL when it could
+ * not be kept. */
+tm_alloc *tm_track_driver_alloc(CUcontext ctx, CUdeviceptr dptr, uint64_t bytes, uint32_t path, bool managed);
 
 /* Takes the record of the allocation starting exactly at `dptr` out of the registry
  * (NULL when there is none). The caller then frees it, or puts it back. */
@@ -75,8 +79,13 @@ typedef enum tm_wait {
     TM_WAIT_NOTHING,        /* the context is gone already */
 } tm_wait;
 
-/* Waits as told, releases the chunks, drops the counts and the record. */
+/* Waits as told, releases the chunks (or the managed memory made in their place), drops
+ * the counts and the record. */
 void tm_free_chunked(tm_alloc *alloc, tm_wait wait, CUstream stream);
+
+/* Marks the managed allocation made in place of chunks that contains `address` as
+ * read-mostly; true (with its range) only for the call that marked it. */
+bool tm_claim_read_mostly(CUdeviceptr address, CUdeviceptr *base, uint64_t *size);
 
 /* Was `dptr` released by the exit handler? (A program may free it afterwards.) */
 bool tm_released_at_exit(CUdeviceptr dptr);

@@ -46,7 +46,7 @@ static CUresult release(CUdeviceptr dptr, tm_wait wait, CUstream stream, bool *h
         *handled = tm_released_at_exit(dptr);
         return CUDA_SUCCESS;
     }
-    if (a->backing) {
+    if (a->backing || a->baseline) {
         tm_free_chunked(a, wait, stream);
         return CUDA_SUCCESS;
     }

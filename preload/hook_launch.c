@@ -1,13 +1,16 @@
-/* hook_launch.c — kernel launches pass straight through, counted. Chunked memory needs
+/* hook_launch.c — kernel launches pass straight through, counted (the first one ends the
+ * managed baseline's loading phase, managed.h). Chunked memory needs
  * nothing here: its addresses are device addresses like any other. This is where
  * kernel-parameter sampling for heat will sit, so the path stays as short as it is. */
 #include "preload/hook.h"
+#include "preload/managed.h"
 
 CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
                                 unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
                                 unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra)
 {
     TM_HOOK_ENTER(cuLaunchKernel);
+    tm_managed_note_launch();
     return tm_real.cuLaunchKernel(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes,
                                   hStream, kernelParams, extra);
 }
@@ -17,6 +20,7 @@ CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsign
                                      unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra)
 {
     TM_HOOK_ENTER(cuLaunchKernel_ptsz);
+    tm_managed_note_launch();
     return tm_real.cuLaunchKernel_ptsz(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
                                        sharedMemBytes, hStream, kernelParams, extra);
 }
@@ -24,11 +28,13 @@ CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsign
 CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra)
 {
     TM_HOOK_ENTER(cuLaunchKernelEx);
+    tm_managed_note_launch();
     return tm_real.cuLaunchKernelEx(config, f, kernelParams, extra);
 }
 
 CUresult CUDAAPI cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra)
 {
     TM_HOOK_ENTER(cuLaunchKernelEx_ptsz);
+    tm_managed_note_launch();
     return tm_real.cuLaunchKernelEx_ptsz(config, f, kernelParams, extra);
 }

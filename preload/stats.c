@@ -316,6 +316,16 @@ void tm_stats_record_remove(int slot)
     pthread_mutex_unlock(&slot_lock);
 }
 
+void tm_stats_record_flag(int slot, uint32_t flags)
+{
+    if (slot < 0 || !region)
+        return;
+    tm_stats_record *r = &records[slot];
+    __atomic_fetch_add(&r->seq, 1, __ATOMIC_ACQ_REL);
+    r->flags |= flags;
+    __atomic_fetch_add(&r->seq, 1, __ATOMIC_RELEASE);
+}
+
 /* ---------------------------------------------------------------- lifetime */
 
 void tm_stats_close(void)

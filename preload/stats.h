@@ -50,6 +50,8 @@ void tm_stats_record_remove(int slot);
 /* Rewrites a record's chunks per tier (NULL: kept) and its tensor name and count (NULL:
  * kept). */
 void tm_stats_record_update(int slot, const uint32_t chunks[TM_STATS_TIERS], const char *name, uint32_t tensors);
+/* Sets more TM_STATS_RECORD_* bits on a live record. */
+void tm_stats_record_flag(int slot, uint32_t flags);
 
 /* At exit: marks the region exited and removes it (a TIERMEM_STATS path stays). */
 void tm_stats_close(void);

@@ -112,13 +112,15 @@ typedef struct tm_stats_record {
     uint64_t address;         /* the device address the program sees */
     uint64_t size;            /* bytes the program asked for */
     uint32_t chunks[TM_STATS_TIERS]; /* chunks per tier */
-    uint32_t flags;           /* bit 0: pinned host backing */
+    uint32_t flags;           /* TM_STATS_RECORD_* bits */
     uint64_t reserved[2];
     uint32_t tensors;         /* distinct model-file tensors copied into it (0: none seen) */
     uint32_t reserved2;
     char name[88];            /* the first of them, NUL-terminated ("" when none) */
 } tm_stats_record;            /* 160 bytes */
 
-#define TM_STATS_RECORD_PINNED_HOST 1u
+#define TM_STATS_RECORD_PINNED_HOST 1u   /* lower tiers are pinned host memory */
+#define TM_STATS_RECORD_MANAGED     2u   /* cuMemAllocManaged memory (TIERMEM_POLICY=managed*) */
+#define TM_STATS_RECORD_READ_MOSTLY 4u   /* advised CU_MEM_ADVISE_SET_READ_MOSTLY */
 
 #endif /* TM_STATS_LAYOUT_H */

@@ -256,7 +256,7 @@ static const bad_case bad_cases[] = {
     { "TIERMEM_TIER_ORDER", "hbm,hbm", "each at most once" },
     { "TIERMEM_TIER_ORDER", "hbm,,ddr", "each at most once" },
     { "TIERMEM_TIER_ORDER", "gpu,ddr", "each at most once" },
-    { "TIERMEM_POLICY", "heat", "expected size;" },
+    { "TIERMEM_POLICY", "heat", "expected size, managed or managed-advised;" },
     { "TIERMEM_RULES", "size>1G=cxl", "MATCH=TIER" },
     { "TIERMEM_RULES", "size>=1G=nvme", "MATCH=TIER" },
     { "TIERMEM_RULES", "size>=1G", "MATCH=TIER" },

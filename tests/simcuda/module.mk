@@ -20,7 +20,7 @@ SIMCUDA_ABI1_SO      := $(O)/tests/simcuda_kernels_abi1.so
 CONFORMANCE_SRCS  := harness.c conformance_main.c test_init.c test_memory.c test_vmm.c \
                      test_stream_event.c test_module_launch.c test_proc_address.c
 SIMCUDA_ONLY_SRCS := harness.c simcuda_only_main.c test_simcuda_env.c test_simcuda_modules.c \
-                     test_simcuda_handles.c test_simcuda_time.c
+                     test_simcuda_handles.c test_simcuda_time.c test_simcuda_managed.c
 CONFORMANCE_OBJS  := $(addprefix $(O)/obj/$(SIMCUDA_TEST_DIR)/,$(CONFORMANCE_SRCS:.c=.o))
 SIMCUDA_ONLY_OBJS := $(addprefix $(O)/obj/$(SIMCUDA_TEST_DIR)/,$(SIMCUDA_ONLY_SRCS:.c=.o))
 
@@ -64,3 +64,10 @@ $(O)/tests/simcuda_only: $(SIMCUDA_ONLY_OBJS) $(SIMCUDA_TEST_LIB) \
 TEST_PROGS   += $(O)/tests/simcuda_conformance $(O)/tests/simcuda_only
 TEST_SCRIPTS += $(SIMCUDA_TEST_DIR)/test_gpu_build.sh $(SIMCUDA_TEST_DIR)/test_touch_probe.sh \
                 $(SIMCUDA_TEST_DIR)/test_async.sh
+
+# The managed-memory model alone (plain C, no driver).
+$(O)/tests/simcuda_uvm: $(O)/obj/$(SIMCUDA_TEST_DIR)/test_uvm.o $(O)/obj/tools/simcuda/sim_uvm.o
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ -lcmocka
+
+TEST_PROGS   += $(O)/tests/simcuda_uvm

@@ -25,6 +25,8 @@ static const struct child_case child_cases[] = {
     {"time_kernel_roofline", child_time_kernel_roofline},
     {"time_host_clock", child_time_host_clock},
     {"time_abi1", child_time_abi1},
+    {"managed_api", child_managed_api},
+    {"managed_sweeps", child_managed_sweeps},
 };
 
 int main(int argc, char **argv)
@@ -40,5 +42,6 @@ int main(int argc, char **argv)
     failed += run_simcuda_module_tests();
     failed += run_simcuda_handle_tests();
     failed += run_simcuda_time_tests();
+    failed += run_simcuda_managed_tests();
     return failed ? 1 : 0;
 }

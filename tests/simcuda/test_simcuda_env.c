@@ -19,7 +19,7 @@
 #define GIB ((size_t)1 << 30)
 
 /* Initialises the driver and makes the primary context of device 0 current. */
-static int child_start(CUdevice *dev)
+int child_start(CUdevice *dev)
 {
     CUcontext ctx = NULL;
     child_expect_cu(cuInit(0), CUDA_SUCCESS);

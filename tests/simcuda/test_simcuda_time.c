@@ -156,7 +156,8 @@ static void htod_takes_bytes_over_link_rate(void **state)
 
 /* Two streams copying 64 MiB each: in the same direction they share one copy engine
  * (twice one copy's time), in opposite directions they overlap (PCIe 5: 83 GB/s in all
- * while both run, so a little more than one copy's time). */
+ * while both run, so a little more than one copy's time). The same with SIMCUDA_ASYNC=1,
+ * where the copies run on the streams' worker threads. */
 int child_time_copy_engines(void)
 {
     CUcontext ctx;
@@ -166,7 +167,9 @@ int child_time_copy_engines(void)
     CUdeviceptr d1 = 0, d2 = 0;
     child_expect_cu(cuMemAlloc(&d1, bytes), CUDA_SUCCESS);
     child_expect_cu(cuMemAlloc(&d2, bytes), CUDA_SUCCESS);
-    void *h1 = pageable(bytes), *h2 = pageable(bytes);
+    void *h1 = NULL, *h2 = NULL; /* pinned: asynchronous copies stay queued */
+    child_expect_cu(cuMemAllocHost(&h1, bytes), CUDA_SUCCESS);
+    child_expect_cu(cuMemAllocHost(&h2, bytes), CUDA_SUCCESS);
     CUstream s1, s2;
     child_expect_cu(cuStreamCreate(&s1, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
     child_expect_cu(cuStreamCreate(&s2, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
@@ -202,6 +205,8 @@ static void copy_engines_are_shared_per_direction(void **state)
     (void)state;
     const char *env[] = {"SIMCUDA_HOST_TIME=0", NULL};
     assert_child_passes("time_copy_engines", env);
+    const char *async[] = {"SIMCUDA_HOST_TIME=0", "SIMCUDA_ASYNC=1", NULL};
+    assert_child_passes("time_copy_engines", async);
 }
 
 /* ---------------------------------------------------------------- kernels */

@@ -44,25 +44,30 @@ static void declare_flops(const simcuda_launch *launch, double flops)
     sim_unlock();
 }
 
-static uint64_t next_seq(void)
+/* Lock held: an operation ended at `end` in simulated time. Run by the submitting call,
+ * the host clock follows it (to its end when the call is synchronous), and the CPU time
+ * the work itself took is no host time. */
+static double finish(const sim_op *op, double end)
 {
-    sim_lock();
-    uint64_t seq = sim_time_next_seq();
-    sim_unlock();
-    return seq;
+    if (op->on_host_thread) {
+        if (op->host_waits)
+            sim_time_host_wait(end);
+        sim_time_host_leave();
+    }
+    return end;
 }
 
 /* ---------------------------------------------------------------- running */
 
 static double run_copy(sim_stream *stream, const sim_op *op)
 {
-    launch_record record = { .seq = next_seq(), .name = "cuMemcpy" };
+    launch_record record = { .seq = op->seq, .name = "cuMemcpy" };
     fire_touch(&record, (uintptr_t)op->copy.src, op->copy.bytes, 0);
     fire_touch(&record, (uintptr_t)op->copy.dst, op->copy.bytes, 1);
     memmove(op->copy.dst, op->copy.src, op->copy.bytes);
     sim_lock();
-    double end = sim_time_copy(stream, op->submitted_ns, (uintptr_t)op->copy.dst, (uintptr_t)op->copy.src,
-                               op->copy.bytes);
+    double end = finish(op, sim_time_copy(stream, op->submitted_ns, (uintptr_t)op->copy.dst,
+                                          (uintptr_t)op->copy.src, op->copy.bytes));
     sim_unlock();
     return end;
 }
@@ -70,7 +75,7 @@ static double run_copy(sim_stream *stream, const sim_op *op)
 static double run_memset(sim_stream *stream, const sim_op *op)
 {
     size_t count = op->memset.count, bytes = op->memset.element_size * count;
-    launch_record record = { .seq = next_seq(), .name = "cuMemset", .cost.declared = true };
+    launch_record record = { .seq = op->seq, .name = "cuMemset", .cost.declared = true };
     fire_touch(&record, (uintptr_t)op->memset.dst, bytes, 1);
     if (op->memset.element_size == 1) {
         memset(op->memset.dst, (int)(op->memset.value & 0xff), count);
@@ -85,7 +90,8 @@ static double run_memset(sim_stream *stream, const sim_op *op)
     }
     sim_lock();
     sim_cost_range(&record.cost, (uintptr_t)op->memset.dst, bytes, true);
-    double end = sim_time_kernel(stream, op->submitted_ns, &record.cost, sim.config.profile.copy_us);
+    sim_managed_settle(&record.cost.managed);
+    double end = finish(op, sim_time_kernel(stream, op->submitted_ns, &record.cost, sim.config.profile.copy_us));
     sim_unlock();
     return end;
 }
@@ -93,7 +99,7 @@ static double run_memset(sim_stream *stream, const sim_op *op)
 static double run_launch(sim_stream *stream, sim_op *op)
 {
     bool declares = op->launch.abi >= 2;
-    launch_record record = { .seq = next_seq(), .name = op->launch.name, .cost.declared = declares };
+    launch_record record = { .seq = op->seq, .name = op->launch.name, .cost.declared = declares };
     simcuda_launch *launch = &op->launch.launch;
     if (declares) {
         launch->touch = declare_touch;
@@ -102,8 +108,9 @@ static double run_launch(sim_stream *stream, sim_op *op)
     }
     op->launch.entry(launch);
     sim_lock();
-    double end = sim_time_kernel(stream, op->submitted_ns, declares ? &record.cost : NULL,
-                                 sim.config.profile.launch_us);
+    sim_managed_settle(&record.cost.managed);
+    double end = finish(op, sim_time_kernel(stream, op->submitted_ns, declares ? &record.cost : NULL,
+                                            sim.config.profile.launch_us));
     sim_unlock();
     return end;
 }
@@ -123,7 +130,7 @@ static double run_event(sim_stream *stream, const sim_op *op)
             pthread_cond_wait(&sim.async_done, &sim.lock);
         sim_time_advance(stream, event->when_ns);
     }
-    double end = sim_time_ready(stream, op->submitted_ns);
+    double end = finish(op, sim_time_ready(stream, op->submitted_ns));
     event->op_refs--;
     sim_event_release(event);
     pthread_cond_broadcast(&sim.async_done);
@@ -143,7 +150,7 @@ double sim_exec_run(sim_stream *stream, sim_op *op)
     }
     op->host.fn(op->host.data);
     sim_lock();
-    double end = sim_time_ready(stream, op->submitted_ns);
+    double end = finish(op, sim_time_ready(stream, op->submitted_ns));
     sim_unlock();
     return end;
 }
@@ -156,6 +163,8 @@ static CUresult submit(sim_stream *stream, sim_op *op, bool queueable, bool host
 {
     sim_lock();
     op->submitted_ns = sim_time_host_enter();
+    op->seq = sim_time_next_seq();
+    op->host_waits = host_waits;
     if (sim.config.async && stream && queueable) {
         CUresult result = sim_async_enqueue(stream, op);
         sim_unlock();
@@ -163,13 +172,9 @@ static CUresult submit(sim_stream *stream, sim_op *op, bool queueable, bool host
     }
     if (sim.config.async)
         sim_async_wait_stream(stream); /* stream order (the legacy stream: every blocking one) */
+    op->on_host_thread = true;
     sim_unlock();
-    double end = sim_exec_run(stream, op);
-    sim_lock();
-    if (host_waits)
-        sim_time_host_wait(end);
-    sim_time_host_leave(); /* the CPU time of the work itself is no host time */
-    sim_unlock();
+    sim_exec_run(stream, op);
     return CUDA_SUCCESS;
 }
 

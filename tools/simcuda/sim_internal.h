@@ -26,6 +26,7 @@
 
 #include "tools/simcuda/simcuda.h"
 #include "tools/simcuda/sim_time.h"
+#include "tools/simcuda/sim_uvm.h"
 
 #define SIM_GRANULARITY      ((size_t)2 << 20) /* VMM granularity, minimum and recommended */
 #define SIM_ALLOC_ALIGN      256               /* cuMemAlloc alignment */
@@ -60,6 +61,7 @@ typedef struct sim_config {
     bool async;                             /* SIMCUDA_ASYNC: streams run on worker threads */
     sim_fail_rule fail[SIM_MAX_FAIL_RULES]; /* SIMCUDA_FAIL */
     int fail_count;
+    sim_uvm_params uvm;                     /* SIMCUDA_UVM_*: the managed-memory model */
 } sim_config;
 
 /* Parses the SIMCUDA_* environment; on a bad value prints one line naming it. */
@@ -220,6 +222,7 @@ typedef struct sim_state {
     int async_pending;          /* operations queued or running on worker threads */
     int async_blocking_pending; /* of those, on blocking streams (the legacy stream waits) */
     pthread_cond_t async_done;  /* broadcast whenever a queued operation completes */
+    sim_uvm *uvm;               /* managed memory's fault model, made on first use */
 } sim_state;
 
 extern sim_state sim;
@@ -271,6 +274,9 @@ struct sim_op {
     sim_op *next;
     sim_op_kind kind;
     double submitted_ns;        /* host clock at submission: nothing starts before it */
+    uint64_t seq;               /* launch sequence number (the touch probe's 4th argument) */
+    bool on_host_thread;        /* runs in the submitting call: the host clock follows */
+    bool host_waits;            /* a synchronous call: the host clock moves to its end */
     union {
         struct { void *dst; const void *src; size_t bytes; } copy;
         struct { void *dst; unsigned int value; size_t element_size, count; } memset;
@@ -335,6 +341,23 @@ void sim_fail_summary(void);
     } while (0)
 /* An error code by its name (CUDA_ERROR_OUT_OF_MEMORY), from the error table. */
 bool sim_error_from_name(const char *name, size_t len, CUresult *code);
+
+/* ---------------------------------------------------------------- managed memory */
+
+/* All lock held. Managed allocations enter and leave the fault model (sim_managed.c). */
+void sim_managed_add(uintptr_t base, size_t size);
+void sim_managed_remove(uintptr_t base);
+bool sim_managed_contains(uintptr_t address);
+/* A device access (a kernel's declared range, a memset) to managed memory; `cost` is
+ * added to. False when the fault model does not track the range (charge it as HBM). */
+bool sim_managed_device_access(uintptr_t address, size_t bytes, bool write, sim_uvm_cost *cost);
+/* One piece of a copy with managed memory on a side: a host access when the other side is
+ * host memory, a device access when it is device memory. */
+void sim_managed_copy(uintptr_t dst, sim_location dst_loc, uintptr_t src, sim_location src_loc, size_t bytes,
+                      sim_uvm_cost *cost);
+/* Batches the faults of one kernel launch or memset (all its declared ranges). */
+void sim_managed_settle(sim_uvm_cost *op);
+void sim_managed_totals(sim_uvm_cost *totals);
 
 /* ---------------------------------------------------------------- diagnostics */
 

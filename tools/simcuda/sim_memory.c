@@ -57,6 +57,8 @@ static void region_destroy(sim_region *region)
     if (region->kind == REGION_DEVICE) {
         if (!region->managed)
             sim_device_release(region->backing_size);
+        else
+            sim_managed_remove(region->base);
         if (region->pool)
             region->pool->used -= region->backing_size;
         sim.live_device_allocations--;
@@ -106,6 +108,8 @@ CUresult sim_device_alloc(CUdeviceptr *dptr, size_t bytes, bool managed, sim_poo
             pool->used_high = pool->used;
     }
     sim_region_insert(TREE_REGIONS, region);
+    if (managed)
+        sim_managed_add(region->base, bytes);
     sim.live_device_allocations++;
     sim_unlock();
     *dptr = (CUdeviceptr)p;

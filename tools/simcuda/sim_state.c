@@ -96,6 +96,53 @@ static bool parse_size(const char *text, size_t *out)
     return true;
 }
 
+/* A whole number in [low, high]. */
+static bool parse_count(const char *text, long low, long high, long *out)
+{
+    if (!isdigit((unsigned char)*text))
+        return false;
+    errno = 0;
+    char *end;
+    long value = strtol(text, &end, 10);
+    if (errno != 0 || *end != '\0' || value < low || value > high)
+        return false;
+    *out = value;
+    return true;
+}
+
+/* SIMCUDA_UVM_*: the managed-memory model's parameters (sources in sim_uvm.c). */
+static CUresult load_uvm_config(sim_uvm_params *uvm)
+{
+    sim_uvm_default_params(uvm);
+    const char *value;
+    long n;
+    if ((value = getenv("SIMCUDA_UVM_FAULT_US")) && *value) {
+        char *end;
+        errno = 0;
+        double us = strtod(value, &end);
+        if (errno != 0 || *end != '\0' || end == value || !(us >= 0.0 && us <= 1e6)) {
+            sim_log("SIMCUDA_UVM_FAULT_US='%s' is not a time in microseconds (accepts 0 to 1000000, e.g. 50)", value);
+            return CUDA_ERROR_INVALID_VALUE;
+        }
+        uvm->fault_batch_us = us;
+    }
+    if ((value = getenv("SIMCUDA_UVM_BATCH")) && *value) {
+        if (!parse_count(value, 1, 65536, &n)) {
+            sim_log("SIMCUDA_UVM_BATCH='%s' is not a fault count (accepts 1 to 65536, e.g. 256)", value);
+            return CUDA_ERROR_INVALID_VALUE;
+        }
+        uvm->batch_faults = (unsigned)n;
+    }
+    if ((value = getenv("SIMCUDA_UVM_PREFETCH")) && *value) {
+        if (!parse_count(value, 0, 100, &n)) {
+            sim_log("SIMCUDA_UVM_PREFETCH='%s' is not a percentage (accepts 0 to 100, 0 turns it off)", value);
+            return CUDA_ERROR_INVALID_VALUE;
+        }
+        uvm->prefetch_percent = (unsigned)n;
+    }
+    return CUDA_SUCCESS;
+}
+
 /* Comma-separated node ids 0-1023 into nodes[] (at most SIM_MAX_NUMA_NODES). */
 static bool parse_node_list(const char *text, int *nodes, int *count)
 {
@@ -246,7 +293,7 @@ CUresult sim_config_load(sim_config *config)
             return CUDA_ERROR_INVALID_VALUE;
         }
     }
-    return CUDA_SUCCESS;
+    return load_uvm_config(&config->uvm);
 }
 
 bool sim_config_numa_node_ok(const sim_config *config, int node)
@@ -421,6 +468,14 @@ static void exit_summary(void)
     sim_region_each(TREE_RESERVATIONS, count_region, &reservations);
     sim_info("exit: %zu physical allocations and %zu address reservations live", handles, reservations);
     sim_fail_summary();
+    sim_uvm_cost uvm;
+    sim_managed_totals(&uvm);
+    if (sim.uvm)
+        sim_info("exit: managed memory: %llu faults in %llu batches, %llu bytes migrated to the device, "
+                 "%llu written back, %llu read in place, %llu blocks evicted, %.3f ms of fault service",
+                 (unsigned long long)uvm.faults, (unsigned long long)uvm.batches,
+                 (unsigned long long)uvm.bytes_migrated, (unsigned long long)uvm.bytes_written_back,
+                 (unsigned long long)uvm.bytes_remote, (unsigned long long)uvm.evictions, uvm.service_ms);
 }
 
 /* A child of a process that initialised the driver inherits no usable driver state:

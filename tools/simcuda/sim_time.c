@@ -72,10 +72,17 @@ void sim_cost_range(sim_cost *cost, uintptr_t address, uint64_t bytes, bool is_w
         uint64_t run;
         sim_location where = sim_location_at(address, &run);
         uint64_t piece = run < bytes ? run : bytes;
-        if (is_write)
+        sim_uvm_cost faulted = { 0 };
+        if (where == SIM_LOC_MANAGED && sim_managed_device_access(address, piece, is_write, &faulted)) {
+            uint64_t *side = is_write ? cost->written : cost->read;
+            side[SIM_LOC_MANAGED] += faulted.bytes_resident;
+            side[SIM_LOC_HOST] += faulted.bytes_remote;
+            sim_uvm_cost_add(&cost->managed, &faulted);
+        } else if (is_write) {
             cost->written[where] += piece;
-        else
+        } else {
             cost->read[where] += piece;
+        }
         address += piece;
         bytes -= piece;
     }
@@ -229,6 +236,11 @@ double sim_time_copy(sim_stream *stream, double submitted, uintptr_t dst, uintpt
             piece = dst_run;
         if (src_run < piece)
             piece = src_run;
+        if (d == SIM_LOC_MANAGED || s == SIM_LOC_MANAGED) {
+            sim_uvm_cost faulted = { 0 };
+            sim_managed_copy(dst, d, src, s, piece, &faulted);
+            end = sim_time_managed(end, &faulted);
+        }
         end = copy_piece(end, d, s, piece);
         dst += piece;
         src += piece;
@@ -236,6 +248,18 @@ double sim_time_copy(sim_stream *stream, double submitted, uintptr_t dst, uintpt
     }
     sim_time_advance(stream, end);
     return end;
+}
+
+/* ---------------------------------------------------------------- managed memory */
+
+double sim_time_managed(double start, const sim_uvm_cost *cost)
+{
+    const sim_profile *p = &sim.config.profile;
+    if (cost->service_ms <= 0)
+        return start;
+    sim_time_occupy(SIM_RES_LINK_H2D, start, (double)cost->bytes_migrated / p->h2d_gbps);
+    sim_time_occupy(SIM_RES_LINK_D2H, start, (double)cost->bytes_written_back / p->d2h_gbps);
+    return start + cost->service_ms * 1e6;
 }
 
 /* ---------------------------------------------------------------- kernels */
@@ -249,6 +273,7 @@ double sim_time_kernel(sim_stream *stream, double submitted, const sim_cost *cos
         tm.v1_launches += cost == NULL;
     } else {
         tm.declared_launches++;
+        start = sim_time_managed(start, &cost->managed); /* faulting warps wait for the service */
         double hbm = 0, in = 0, out = 0, latency = 0;
         for (int loc = 0; loc < SIM_LOC_COUNT; loc++) {
             tm.kernel_bytes[0][loc] += cost->read[loc];

@@ -26,6 +26,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "tools/simcuda/sim_uvm.h"
+
 struct sim_stream;
 
 /* ---------------------------------------------------------------- the profile */
@@ -65,7 +67,7 @@ typedef enum sim_location {
     SIM_LOC_HOST,       /* pinned, registered or pageable host memory, over the link */
     SIM_LOC_HOST_NUMA,  /* VMM chunks on a host NUMA node (DDR), over the link */
     SIM_LOC_CXL,        /* VMM chunks on a node listed in SIMCUDA_CXL_NODES */
-    SIM_LOC_MANAGED,    /* cuMemAllocManaged: charged as HBM (no fault model yet) */
+    SIM_LOC_MANAGED,    /* cuMemAllocManaged: HBM when resident, else the fault model (sim_uvm.h) */
     SIM_LOC_COUNT
 } sim_location;
 
@@ -83,11 +85,13 @@ typedef struct sim_cost {
     uint64_t written[SIM_LOC_COUNT];
     double flops;
     bool declared;          /* an ABI 2 kernel: the ranges are what it touched */
+    sim_uvm_cost managed;   /* what managed ranges cost in faults and migrations */
 } sim_cost;
 
 /* THE per-location split: charges [address, address + bytes) to *cost, piece by piece
- * of the location each piece lives in. (A fault model for managed memory attaches
- * here, where a piece is SIM_LOC_MANAGED.) */
+ * of the location each piece lives in. A managed piece goes through the fault model:
+ * what is resident counts as SIM_LOC_MANAGED (HBM), what is read in place as
+ * SIM_LOC_HOST, and faults and migrations accumulate in cost->managed. */
 void sim_cost_range(sim_cost *cost, uintptr_t address, uint64_t bytes, bool is_write);
 
 /* A new launch sequence number (the probe's 4th argument). */
@@ -135,6 +139,11 @@ double sim_time_copy(struct sim_stream *stream, double submitted, uintptr_t dst,
 /* Charges a kernel (or memset) that touched *cost on `stream` (cost NULL: an ABI 1
  * kernel, overhead only); overhead_us is the profile's launch or copy overhead. */
 double sim_time_kernel(struct sim_stream *stream, double submitted, const sim_cost *cost, double overhead_us);
+
+/* Managed memory's fault service from `start`: its migrations occupy the link, and the
+ * work that faulted waits for all of it (batches are serviced one after the other).
+ * Returns when the service ends. */
+double sim_time_managed(double start, const sim_uvm_cost *cost);
 
 /* Lines for the SIMCUDA_LOG=info exit summary. */
 void sim_time_summary(void);

@@ -101,9 +101,11 @@ static void print_table(const tm_stats_snapshot *s, const char *path)
                 snprintf(address, sizeof address, "0x%llx", (unsigned long long)r->address);
             else
                 snprintf(address, sizeof address, "(handle)");
-            char with[64], tensor[sizeof r->name + 32] = "-";
-            snprintf(with, sizeof with, "%s%s", path_name(r->path),
-                     r->flags & TM_STATS_RECORD_PINNED_HOST ? " (pinned host)" : "");
+            char with[96], tensor[sizeof r->name + 32] = "-";
+            snprintf(with, sizeof with, "%s%s%s%s", path_name(r->path),
+                     r->flags & TM_STATS_RECORD_PINNED_HOST ? " (pinned host)" : "",
+                     r->flags & TM_STATS_RECORD_MANAGED && r->path != TM_PATH_MEM_ALLOC_MANAGED ? " (managed)" : "",
+                     r->flags & TM_STATS_RECORD_READ_MOSTLY ? " (read-mostly)" : "");
             if (r->name[0] && r->tensors > 1)
                 snprintf(tensor, sizeof tensor, "%s (+%u more)", r->name, r->tensors - 1);
             else if (r->name[0])
@@ -155,9 +157,11 @@ static void print_json(const tm_stats_snapshot *s, const char *path)
     for (size_t i = 0; i < s->record_count; i++) {
         const tm_stats_record *r = &s->records[i];
         printf("{\"address\":%llu,\"size\":%llu,\"chunks\":{\"hbm\":%u,\"cxl\":%u,\"ddr\":%u},\"path\":\"%s\","
-               "\"pinned_host\":%s,\"tensor\":%s%s%s,\"tensors\":%u}%s\n",
+               "\"pinned_host\":%s,\"managed\":%s,\"read_mostly\":%s,\"tensor\":%s%s%s,\"tensors\":%u}%s\n",
                (unsigned long long)r->address, (unsigned long long)r->size, r->chunks[0], r->chunks[1], r->chunks[2],
                path_name(r->path), r->flags & TM_STATS_RECORD_PINNED_HOST ? "true" : "false",
+               r->flags & TM_STATS_RECORD_MANAGED ? "true" : "false",
+               r->flags & TM_STATS_RECORD_READ_MOSTLY ? "true" : "false",
                r->name[0] ? "\"" : "", r->name[0] ? r->name : "null", r->name[0] ? "\"" : "", r->tensors,
                i + 1 < s->record_count ? "," : "");
     }
