@@ -94,17 +94,40 @@ static bool parse_disable(const char *value, tm_config *config)
     return true;
 }
 
+/* The index of `value` among names[first..last] (case-insensitive), or -1. */
+static int parse_word(const char *value, const char *const *names, int first, int last)
+{
+    for (int i = first; i <= last; i++)
+        if (strcasecmp(value, names[i]) == 0)
+            return i;
+    return -1;
+}
+
+static const char *const heat_source_names[] = { "auto", "launch", "ebpf", "off" };
+
+static bool parse_heat(const char *value, tm_config *config)
+{
+    int source = parse_word(value, heat_source_names, TM_HEAT_SOURCE_LAUNCH, TM_HEAT_SOURCE_OFF);
+    if (source < 0)
+        return false;
+    config->heat = (tm_heat_source)source;
+    return true;
+}
+
+static bool parse_heat_halflife(const char *value, tm_config *config)
+{
+    return tm_parse_duration(value, &config->heat_halflife_ns);
+}
+
 static const char *const log_level_names[] = { "error", "warn", "info", "debug" };
 
 static bool parse_log(const char *value, tm_config *config)
 {
-    for (int level = TM_LOG_ERROR; level <= TM_LOG_DEBUG; level++) {
-        if (strcasecmp(value, log_level_names[level]) == 0) {
-            config->log_level = (tm_log_level)level;
-            return true;
-        }
-    }
-    return false;
+    int level = parse_word(value, log_level_names, TM_LOG_ERROR, TM_LOG_DEBUG);
+    if (level < 0)
+        return false;
+    config->log_level = (tm_log_level)level;
+    return true;
 }
 
 static bool parse_stats(const char *value, tm_config *config)
@@ -148,6 +171,9 @@ static const variable variables[] = {
     { "TIERMEM_LOG", parse_log, "error, warn, info or debug" },
     { "TIERMEM_LOG_FILE", parse_log_file, "a file path" },
     { "TIERMEM_STATS", parse_stats, "off or a file path" },
+    { "TIERMEM_HEAT", parse_heat, "launch, ebpf or off" },
+    { "TIERMEM_HEAT_HALFLIFE", parse_heat_halflife,
+      "a duration above 0: digits then ms, s or m, seconds when bare (e.g. 10s)" },
 };
 
 #define VARIABLE_COUNT (sizeof variables / sizeof variables[0])
@@ -165,6 +191,8 @@ void tm_config_defaults(tm_config *config)
     config->meminfo = TM_MEMINFO_PHYSICAL;
     config->log_level = TM_LOG_WARN;
     strcpy(config->driver, TM_DEFAULT_DRIVER);
+    config->heat = TM_HEAT_SOURCE_AUTO;
+    config->heat_halflife_ns = TM_HEAT_DEFAULT_HALFLIFE_NS;
 }
 
 void tm_printable(const char *value, char *out, size_t len)
@@ -234,6 +262,11 @@ const char *tm_log_level_name(tm_log_level level)
 const char *tm_meminfo_view_name(tm_meminfo_view view)
 {
     return view == TM_MEMINFO_VIRTUAL ? "virtual" : "physical";
+}
+
+const char *tm_heat_source_name(tm_heat_source source)
+{
+    return (unsigned)source <= TM_HEAT_SOURCE_OFF ? heat_source_names[source] : "?";
 }
 
 const char *tm_policy_name(tm_policy_kind policy)

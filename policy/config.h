@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "policy/heat.h"
 #include "policy/place.h"
 #include "policy/tier.h"
 
@@ -29,6 +30,14 @@ typedef struct tm_opt_size {
     bool set;
     uint64_t bytes;
 } tm_opt_size;
+
+/* Where access heat comes from (TIERMEM_HEAT). */
+typedef enum tm_heat_source {
+    TM_HEAT_SOURCE_AUTO = 0, /* the best available: ebpf when it can load, else launch */
+    TM_HEAT_SOURCE_LAUNCH,   /* kernel parameters seen by the launch hooks */
+    TM_HEAT_SOURCE_EBPF,     /* BPF probes (policy/ebpf/) */
+    TM_HEAT_SOURCE_OFF,
+} tm_heat_source;
 
 typedef struct tm_config {
     bool disabled;               /* TIERMEM_DISABLE=1, or a value was invalid */
@@ -50,6 +59,8 @@ typedef struct tm_config {
     bool stats_off;                      /* TIERMEM_STATS=off */
     char stats_path[TM_CONFIG_PATH_MAX]; /* TIERMEM_STATS=path; empty: /dev/shm/tiermem.<pid> */
     char driver[TM_CONFIG_PATH_MAX];     /* TIERMEM_DRIVER */
+    tm_heat_source heat;         /* TIERMEM_HEAT */
+    uint64_t heat_halflife_ns;   /* TIERMEM_HEAT_HALFLIFE */
 } tm_config;
 
 /* The defaults, as if no variable were set. */
@@ -67,5 +78,6 @@ void tm_printable(const char *value, char *out, size_t len);
 const char *tm_log_level_name(tm_log_level level);
 const char *tm_meminfo_view_name(tm_meminfo_view view);
 const char *tm_policy_name(tm_policy_kind policy);
+const char *tm_heat_source_name(tm_heat_source source);
 
 #endif /* TM_POLICY_CONFIG_H */

@@ -2,6 +2,7 @@
 #include "policy/units.h"
 
 #include <stdio.h>
+#include <string.h>
 
 static bool parse_digits(const char **cursor, uint64_t *value)
 {
@@ -46,6 +47,25 @@ bool tm_parse_size(const char *text, uint64_t *bytes)
     if (shift && v > (UINT64_MAX >> shift))
         return false;
     *bytes = v << shift;
+    return true;
+}
+
+bool tm_parse_duration(const char *text, uint64_t *ns)
+{
+    uint64_t v, scale;
+    if (!text || !parse_digits(&text, &v))
+        return false;
+    if (strcmp(text, "ms") == 0)
+        scale = 1000000ull;
+    else if (strcmp(text, "s") == 0 || *text == '\0')
+        scale = 1000000000ull;
+    else if (strcmp(text, "m") == 0)
+        scale = 60ull * 1000000000ull;
+    else
+        return false;
+    if (v == 0 || __builtin_mul_overflow(v, scale, &v))
+        return false;
+    *ns = v;
     return true;
 }
 

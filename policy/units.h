@@ -17,6 +17,10 @@
 /* Parses `text` into *bytes. Returns false (leaving *bytes alone) when it is not a size. */
 bool tm_parse_size(const char *text, uint64_t *bytes);
 
+/* Parses a duration: digits then `ms`, `s` or `m` (a bare number is seconds), into
+ * nanoseconds; 0 is refused. */
+bool tm_parse_duration(const char *text, uint64_t *ns);
+
 /* Parses a plain non-negative decimal integer no larger than `max`. */
 bool tm_parse_uint(const char *text, uint64_t max, uint64_t *value);
 

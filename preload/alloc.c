@@ -9,6 +9,7 @@
 #include "policy/managed.h"
 #include "policy/units.h"
 #include "preload/driver.h"
+#include "preload/heat.h"
 #include "preload/log.h"
 #include "preload/managed.h"
 #include "preload/stats.h"
@@ -56,6 +57,8 @@ static void record_in_stats(tm_alloc *a)
     if (a->managed)
         flags |= TM_STATS_RECORD_MANAGED;
     a->stats_slot = tm_stats_record_add(a->path, a->range.base, a->range.size, chunks, flags);
+    tm_heat_alloc_attach(a, a->backing ? a->backing->bytes : a->range.size,
+                         a->backing ? a->backing->plan.chunk_size : 2 * TM_MIB);
 }
 
 tm_alloc *tm_track_driver_alloc(CUcontext ctx, CUdeviceptr dptr, uint64_t bytes, uint32_t path, bool managed)
@@ -100,6 +103,7 @@ void tm_forget(tm_alloc *a)
         tm_stats_tier_add(TM_TIER_HBM, -(int64_t)a->range.size, 0);
     }
     tm_stats_record_remove(a->stats_slot);
+    tm_heat_alloc_detach(a);
     tm_stat_add(free_total, 1);
     free(a);
 }
@@ -281,6 +285,7 @@ void tm_free_chunked(tm_alloc *a, tm_wait wait, CUstream stream)
     charge_plan(&a->backing->plan, -1);
     tm_backing_destroy(a->backing);
     tm_stats_record_remove(a->stats_slot);
+    tm_heat_alloc_detach(a);
     tm_stat_sub(tiered_count, 1);
     tm_stat_sub(tiered_bytes, a->range.size);
     tm_stat_add(free_total, 1);
@@ -428,6 +433,7 @@ void tm_forget_all_in_child(void)
     for (size_t i = 0; i < count; i++) {
         tm_alloc *a = (tm_alloc *)taken[i];
         free(a->backing);
+        tm_heat_alloc_detach(a);
         free(a);
     }
     free(taken);

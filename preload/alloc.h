@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "policy/heat.h"
 #include "preload/backing.h"
 #include "preload/cuda_api.h"
 #include "preload/device.h"
@@ -26,6 +27,10 @@ typedef struct tm_alloc {
     const tm_tensor **label;/* chunked: [backing->plan.chunks] the model-file tensor copied
                              * into each chunk's first written byte (NULL: none seen);
                              * NULL until the first such copy (provenance.c) */
+    tm_heat_chunk *heat;    /* [heat_chunks] access heat per chunk; NULL without heat */
+    uint32_t heat_chunks;
+    uint32_t heat_chunk_shift; /* log2 of the heat chunk size */
+    int heat_lock;          /* held while a sample credits and publishes the chunks */
 } tm_alloc;
 
 /* How an allocation request is served. */

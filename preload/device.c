@@ -7,6 +7,7 @@
 #include "policy/units.h"
 #include "preload/discover.h"
 #include "preload/driver.h"
+#include "preload/heat.h"
 #include "preload/log.h"
 #include "preload/settings_check.h"
 #include "preload/state.h"
@@ -107,6 +108,7 @@ static bool set_up(CUdevice ordinal)
         .chunk_size = chunk,
         .pinned_host_backing = !host_numa,
         .tiers = &device.tiers,
+        .heat = tm_heat_source_active(),
     };
     tm_stats_open(config, &setup);
     log_start_up(&found, config);

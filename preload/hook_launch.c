@@ -1,7 +1,8 @@
-/* hook_launch.c — kernel launches pass straight through, counted (the first one ends the
- * managed baseline's loading phase, managed.h). Chunked memory needs
- * nothing here: its addresses are device addresses like any other. This is where
- * kernel-parameter sampling for heat will sit, so the path stays as short as it is. */
+/* hook_launch.c — kernel launches pass straight through, counted. Chunked memory needs
+ * nothing here: its addresses are device addresses like any other. The first launch ends
+ * the managed baseline's loading phase (managed.h); the `launch` heat source reads the
+ * parameters of sampled launches (heat_launch.h) before they go. */
+#include "preload/heat_launch.h"
 #include "preload/hook.h"
 #include "preload/managed.h"
 
@@ -11,6 +12,8 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned in
 {
     TM_HOOK_ENTER(cuLaunchKernel);
     tm_managed_note_launch();
+    tm_heat_on_launch(f, tm_launch_threads(gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ),
+                      kernelParams, extra);
     return tm_real.cuLaunchKernel(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes,
                                   hStream, kernelParams, extra);
 }
@@ -21,6 +24,8 @@ CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsign
 {
     TM_HOOK_ENTER(cuLaunchKernel_ptsz);
     tm_managed_note_launch();
+    tm_heat_on_launch(f, tm_launch_threads(gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ),
+                      kernelParams, extra);
     return tm_real.cuLaunchKernel_ptsz(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
                                        sharedMemBytes, hStream, kernelParams, extra);
 }
@@ -29,6 +34,10 @@ CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, vo
 {
     TM_HOOK_ENTER(cuLaunchKernelEx);
     tm_managed_note_launch();
+    if (config)
+        tm_heat_on_launch(f, tm_launch_threads(config->gridDimX, config->gridDimY, config->gridDimZ,
+                                               config->blockDimX, config->blockDimY, config->blockDimZ),
+                          kernelParams, extra);
     return tm_real.cuLaunchKernelEx(config, f, kernelParams, extra);
 }
 
@@ -36,5 +45,9 @@ CUresult CUDAAPI cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction 
 {
     TM_HOOK_ENTER(cuLaunchKernelEx_ptsz);
     tm_managed_note_launch();
+    if (config)
+        tm_heat_on_launch(f, tm_launch_threads(config->gridDimX, config->gridDimY, config->gridDimZ,
+                                               config->blockDimX, config->blockDimY, config->blockDimZ),
+                          kernelParams, extra);
     return tm_real.cuLaunchKernelEx_ptsz(config, f, kernelParams, extra);
 }

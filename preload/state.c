@@ -8,6 +8,7 @@
 #include "policy/units.h"
 #include "preload/alloc.h"
 #include "preload/device.h"
+#include "preload/heat.h"
 #include "preload/log.h"
 #include "preload/model_files.h"
 #include "preload/registry.h"
@@ -58,6 +59,8 @@ static void load_config(void)
     tm_model_files_enable(tiering);
     if (config.disabled && config.invalid_count == 0)
         tm_info("TIERMEM_DISABLE=1: every call passes through to the driver");
+    if (tiering)
+        tm_heat_start(&config);
     pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child);
 }
 

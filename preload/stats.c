@@ -32,16 +32,44 @@ static bool remove_at_exit;
 static pid_t region_pid;
 static bool in_fork_child;      /* a configured path then gets ".<pid>" so the parent's stays */
 static tm_stats_record *records;
+static tm_stats_heat_record *heat_records;
+static tm_stats_heat_chunk *heat_chunks;
 
 /* Free record slots, as a stack. */
 static pthread_mutex_t slot_lock = PTHREAD_MUTEX_INITIALIZER;
 static int free_slots[TM_STATS_RECORDS];
 static int free_count;
 
+/* The heat chunk pool: handed out from `heat_next` onwards, and spans given back are kept
+ * for reuse (first fit), under slot_lock. */
+typedef struct heat_span {
+    uint64_t first;
+    uint32_t count;
+} heat_span;
+static heat_span free_spans[TM_STATS_RECORDS];
+static int free_span_count;
+static uint64_t heat_next;
+
+_Static_assert(sizeof(tm_stats_heat_chunk) == sizeof(tm_heat_chunk), "a heat chunk is published as it is");
+
+static size_t records_offset(void)
+{
+    return sizeof(tm_stats_header) + TM_HOOK_COUNT * sizeof(tm_stats_call);
+}
+
+static size_t heat_records_offset(void)
+{
+    return records_offset() + TM_STATS_RECORDS * sizeof(tm_stats_record);
+}
+
+static size_t heat_chunks_offset(void)
+{
+    return heat_records_offset() + TM_STATS_RECORDS * sizeof(tm_stats_heat_record);
+}
+
 static size_t layout_size(void)
 {
-    return sizeof(tm_stats_header) + TM_HOOK_COUNT * sizeof(tm_stats_call) +
-           TM_STATS_RECORDS * sizeof(tm_stats_record);
+    return heat_chunks_offset() + (size_t)TM_STATS_HEAT_CHUNKS * sizeof(tm_stats_heat_chunk);
 }
 
 /* Is the file at `fd` a stats region of ours: a regular file this user owns that starts
@@ -118,7 +146,14 @@ static void describe(tm_stats_header *h, const tm_config *config, const tm_stats
     h->calls_offset = sizeof *h;
     h->record_size = sizeof(tm_stats_record);
     h->record_capacity = TM_STATS_RECORDS;
-    h->records_offset = sizeof *h + TM_HOOK_COUNT * sizeof(tm_stats_call);
+    h->records_offset = records_offset();
+    h->heat_records_offset = heat_records_offset();
+    h->heat_record_size = sizeof(tm_stats_heat_record);
+    h->heat_chunk_size = sizeof(tm_stats_heat_chunk);
+    h->heat_chunks_offset = heat_chunks_offset();
+    h->heat_chunk_capacity = TM_STATS_HEAT_CHUNKS;
+    h->heat_tick_ns = config->heat_halflife_ns / TM_HEAT_TICKS_PER_HALFLIFE;
+    snprintf(h->heat_source, sizeof h->heat_source, "%s", tm_heat_source_name(setup->heat));
     h->pid = (int32_t)pid;
     h->state = TM_STATS_RUNNING;
     h->start_time_ns = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
@@ -227,10 +262,14 @@ void tm_stats_open(const tm_config *config, const tm_stats_setup *setup)
     tm_stats_call *calls = (tm_stats_call *)((char *)map + h->calls_offset);
     memcpy(calls, private_calls, sizeof private_calls);
     records = (tm_stats_record *)((char *)map + h->records_offset);
+    heat_records = (tm_stats_heat_record *)((char *)map + h->heat_records_offset);
+    heat_chunks = (tm_stats_heat_chunk *)((char *)map + h->heat_chunks_offset);
     pthread_mutex_lock(&slot_lock);
     free_count = 0;
     for (int i = TM_STATS_RECORDS - 1; i >= 0; i--)
         free_slots[free_count++] = i;
+    free_span_count = 0;
+    heat_next = 0;
     pthread_mutex_unlock(&slot_lock);
 
     region = map;
@@ -311,9 +350,74 @@ void tm_stats_record_remove(int slot)
     r->in_use = 0;
     __atomic_fetch_add(&r->seq, 1, __ATOMIC_RELEASE);
     tm_stat_sub(records_used, 1);
+    tm_stats_heat_record *hr = &heat_records[slot];
+    uint32_t count = hr->chunk_count;
     pthread_mutex_lock(&slot_lock);
+    if (count && free_span_count < TM_STATS_RECORDS)
+        free_spans[free_span_count++] = (heat_span){ .first = hr->first_chunk, .count = count };
     free_slots[free_count++] = slot;
     pthread_mutex_unlock(&slot_lock);
+    if (count)
+        tm_stat_sub(heat_chunks_used, count);
+}
+
+/* ---------------------------------------------------------------- heat */
+
+/* A run of `count` pool entries, or -1. Called with slot_lock held. */
+static int64_t take_heat_span(uint32_t count)
+{
+    for (int i = 0; i < free_span_count; i++) {
+        if (free_spans[i].count < count)
+            continue;
+        int64_t first = (int64_t)free_spans[i].first;
+        free_spans[i].first += count;
+        free_spans[i].count -= count;
+        if (!free_spans[i].count)
+            free_spans[i] = free_spans[--free_span_count];
+        return first;
+    }
+    if (heat_next + count > TM_STATS_HEAT_CHUNKS)
+        return -1;
+    heat_next += count;
+    return (int64_t)(heat_next - count);
+}
+
+bool tm_stats_heat_attach(int slot, uint32_t chunk_count)
+{
+    if (slot < 0 || !region || !chunk_count)
+        return false;
+    pthread_mutex_lock(&slot_lock);
+    int64_t first = take_heat_span(chunk_count);
+    pthread_mutex_unlock(&slot_lock);
+    tm_stats_heat_record *hr = &heat_records[slot];
+    __atomic_fetch_add(&hr->seq, 1, __ATOMIC_ACQ_REL);
+    hr->first_chunk = first < 0 ? 0 : (uint64_t)first;
+    hr->chunk_count = first < 0 ? 0 : chunk_count;
+    hr->sources = 0;
+    if (first >= 0)
+        memset(&heat_chunks[first], 0, chunk_count * sizeof *heat_chunks);
+    __atomic_fetch_add(&hr->seq, 1, __ATOMIC_RELEASE);
+    if (first < 0) {
+        tm_stat_add(heat_chunks_dropped, 1);
+        return false;
+    }
+    tm_stat_add(heat_chunks_used, chunk_count);
+    return true;
+}
+
+void tm_stats_heat_publish(int slot, const tm_heat_chunk *chunks, uint32_t from, uint32_t count, uint32_t source)
+{
+    if (slot < 0 || !region)
+        return;
+    tm_stats_heat_record *hr = &heat_records[slot];
+    if (from >= hr->chunk_count)
+        return;
+    if (count > hr->chunk_count - from)
+        count = hr->chunk_count - from;
+    __atomic_fetch_add(&hr->seq, 1, __ATOMIC_ACQ_REL);
+    memcpy(&heat_chunks[hr->first_chunk + from], &chunks[from], count * sizeof *heat_chunks);
+    hr->sources |= source;
+    __atomic_fetch_add(&hr->seq, 1, __ATOMIC_RELEASE);
 }
 
 void tm_stats_record_flag(int slot, uint32_t flags)
@@ -346,6 +450,8 @@ void tm_stats_forget_in_child(void)
     in_fork_child = true;
     region = NULL;
     records = NULL;
+    heat_records = NULL;
+    heat_chunks = NULL;
     memset(&private_header, 0, sizeof private_header);
     memset(private_calls, 0, sizeof private_calls);
     tm_stats_calls = private_calls;

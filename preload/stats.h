@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "policy/config.h"
+#include "policy/heat.h"
 #include "policy/tier.h"
 #include "preload/hook_table.h"
 #include "preload/stats_layout.h"
@@ -29,6 +30,7 @@ typedef struct tm_stats_setup {
     uint64_t chunk_size;
     bool pinned_host_backing;
     const tm_tiers *tiers;
+    tm_heat_source heat;          /* the in-process heat source in use */
 } tm_stats_setup;
 
 /* Creates the region (unless TIERMEM_STATS=off) and fills in its description. A failure
@@ -52,6 +54,13 @@ void tm_stats_record_remove(int slot);
 void tm_stats_record_update(int slot, const uint32_t chunks[TM_STATS_TIERS], const char *name, uint32_t tensors);
 /* Sets more TM_STATS_RECORD_* bits on a live record. */
 void tm_stats_record_flag(int slot, uint32_t flags);
+
+/* Heat of a record's chunks: attach gives the record `chunk_count` entries of the heat
+ * pool (false when the region is absent or the pool is full); publish copies chunks
+ * [from, from + count) there and notes the source (enum tm_stats_heat_sources). The
+ * caller serialises publishing for one record. */
+bool tm_stats_heat_attach(int slot, uint32_t chunk_count);
+void tm_stats_heat_publish(int slot, const tm_heat_chunk *chunks, uint32_t from, uint32_t count, uint32_t source);
 
 /* At exit: marks the region exited and removes it (a TIERMEM_STATS path stays). */
 void tm_stats_close(void);

@@ -9,12 +9,25 @@
  *   offset 0                 tm_stats_header
  *   header.calls_offset      tm_stats_call[header.call_count]   calls per hooked symbol
  *   header.records_offset    tm_stats_record[header.record_capacity]
+ *   header.heat_records_offset  tm_stats_heat_record[header.record_capacity]  (version 2)
+ *   header.heat_chunks_offset   tm_stats_heat_chunk[header.heat_chunk_capacity]
  *
  * Counters are updated with atomic operations; readers may see one counter a moment
  * ahead of another. A record is guarded by its `seq`: odd while the writer changes it;
  * a reader copies the record and keeps the copy only if `seq` was even and unchanged.
  * Records describe chunked (tiered) and managed allocations; small allocations passed
  * through to HBM are counted in the header only.
+ *
+ * Heat (version 2): record i's heat is heat record i; it owns `chunk_count` entries of
+ * the heat chunk pool from `first_chunk`, one per 2 MiB chunk, guarded by the heat
+ * record's own `seq` like a record. A heat chunk holds the raw decayed state of
+ * policy/heat.h; its heat as of now is
+ *   (heat * 2^(-1/8) + (1 - 2^(-1/8)) * min(1, pending / chunk_size)) * 2^(-(now_tick - tick - 1) / 8)
+ * with now_tick = CLOCK_MONOTONIC ns / header.heat_tick_ns (no decay while now_tick <=
+ * tick + 1), and its reads and writes decay by 2^(-(now_tick - tick) / 8). A collector
+ * beside the process (tiermem-heat) may write these instead: it sets heat_collector_pid,
+ * refreshes heat_collector_ns at every write and its bit in `sources`; the process stops
+ * publishing its own heat while the collector's last write is under 5 s old.
  *
  * This header needs nothing but the C library: readers include it alone.
  */
@@ -24,9 +37,10 @@
 #include <stdint.h>
 
 #define TM_STATS_MAGIC       0x314d454d52454954ull /* "TIERMEM1" as little-endian bytes */
-#define TM_STATS_VERSION     2
+#define TM_STATS_VERSION     3                     /* 2: the heat section; 3: tensor names */
 #define TM_STATS_TIERS       3                     /* hbm, cxl, ddr, in this order */
 #define TM_STATS_RECORDS     16384
+#define TM_STATS_HEAT_CHUNKS 262144                /* 512 GiB of 2 MiB chunks */
 
 enum tm_stats_state {
     TM_STATS_RUNNING = 1,
@@ -97,6 +111,25 @@ typedef struct tm_stats_header {
     uint64_t records_used;    /* records in use now */
     uint64_t records_dropped; /* chunked allocations without a record (region full) */
     uint64_t reserved[8];
+    /* heat (version 2) */
+    uint64_t heat_records_offset; /* tm_stats_heat_record[record_capacity], one per record */
+    uint32_t heat_record_size;    /* sizeof(tm_stats_heat_record) */
+    uint32_t heat_chunk_size;     /* sizeof(tm_stats_heat_chunk) */
+    uint64_t heat_chunks_offset;
+    uint64_t heat_chunk_capacity;
+    uint64_t heat_chunks_used;    /* pool entries owned by live records */
+    uint64_t heat_chunks_dropped; /* allocations whose chunks found no room in the pool */
+    uint64_t heat_tick_ns;        /* heat interval: TIERMEM_HEAT_HALFLIFE / 8 */
+    char heat_source[16];         /* "launch", "ebpf", "off": what feeds heat in-process */
+    uint64_t heat_samples;        /* launches whose parameters were read */
+    uint64_t heat_launches;       /* launches seen while heat was on */
+    uint64_t heat_sample_every;   /* the sampling rate now: 1 launch in this many */
+    uint64_t heat_sample_ns;      /* average cost of one sampled launch */
+    int32_t heat_collector_pid;   /* a collector (tiermem-heat) writing heat here, or 0 */
+    int32_t heat_reserved0;
+    uint64_t heat_collector_ns;   /* CLOCK_MONOTONIC of its last write: while under 5 s old,
+                                   * the process leaves heat to it */
+    uint64_t heat_reserved[4];
 } tm_stats_header;
 
 typedef struct tm_stats_call {
@@ -122,5 +155,28 @@ typedef struct tm_stats_record {
 #define TM_STATS_RECORD_PINNED_HOST 1u   /* lower tiers are pinned host memory */
 #define TM_STATS_RECORD_MANAGED     2u   /* cuMemAllocManaged memory (TIERMEM_POLICY=managed*) */
 #define TM_STATS_RECORD_READ_MOSTLY 4u   /* advised CU_MEM_ADVISE_SET_READ_MOSTLY */
+
+/* Who has written heat for a record. */
+enum tm_stats_heat_sources {
+    TM_HEAT_FROM_LAUNCH = 1u,     /* kernel parameters, in the process */
+    TM_HEAT_FROM_EBPF = 2u,       /* uprobes on launches and copies (tiermem-heat) */
+    TM_HEAT_FROM_USDT = 4u,       /* simcuda's touch probes: exact bytes (tiermem-heat) */
+};
+
+typedef struct tm_stats_heat_record {
+    uint64_t seq;                 /* odd while the heat chunks of the record change */
+    uint64_t first_chunk;         /* index of its first entry in the heat chunk pool */
+    uint32_t chunk_count;         /* entries it owns; 0 when the pool had no room */
+    uint32_t sources;             /* enum tm_stats_heat_sources, or-ed */
+    uint64_t reserved[2];
+} tm_stats_heat_record;           /* 40 bytes */
+
+typedef struct tm_stats_heat_chunk {
+    uint64_t tick;                /* the interval `pending` belongs to */
+    double heat;                  /* decayed score of the intervals before `tick` */
+    double pending;               /* bytes accessed in interval `tick` */
+    double reads;                 /* decayed bytes read, as of `tick` */
+    double writes;                /* decayed bytes written, as of `tick` */
+} tm_stats_heat_chunk;            /* 40 bytes: the layout of policy/heat.h's tm_heat_chunk */
 
 #endif /* TM_STATS_LAYOUT_H */

@@ -142,6 +142,8 @@ static void test_defaults(void **state)
     assert_false(c.stats_off);
     assert_string_equal(c.stats_path, "");
     assert_string_equal(c.driver, "libcuda.so.1");
+    assert_int_equal(c.heat, TM_HEAT_SOURCE_AUTO);
+    assert_true(c.heat_halflife_ns == 10000000000ull);
     free(errors);
 }
 
@@ -164,6 +166,8 @@ static void test_good_values(void **state)
     setenv("TIERMEM_STATS", "/tmp/stats", 1);
     setenv("TIERMEM_DRIVER", "/opt/libcuda.so.1", 1);
     setenv("TIERMEM_DISABLE", "0", 1);
+    setenv("TIERMEM_HEAT", "launch", 1);
+    setenv("TIERMEM_HEAT_HALFLIFE", "250ms", 1);
     tm_config c;
     int invalid;
     char *errors = load(&c, &invalid);
@@ -188,6 +192,8 @@ static void test_good_values(void **state)
     assert_string_equal(c.log_file, "/tmp/tiermem.log");
     assert_string_equal(c.stats_path, "/tmp/stats");
     assert_string_equal(c.driver, "/opt/libcuda.so.1");
+    assert_int_equal(c.heat, TM_HEAT_SOURCE_LAUNCH);
+    assert_true(c.heat_halflife_ns == 250000000ull);
     free(errors);
 }
 
@@ -265,6 +271,12 @@ static const bad_case bad_cases[] = {
     { "TIERMEM_RULES", "size>=1G=cxl,", "MATCH=TIER" },
     { "TIERMEM_MEMINFO", "both", "physical or virtual" },
     { "TIERMEM_LOG", "verbose", "error, warn, info or debug" },
+    { "TIERMEM_HEAT", "auto", "launch, ebpf or off" },
+    { "TIERMEM_HEAT", "perf", "launch, ebpf or off" },
+    { "TIERMEM_HEAT_HALFLIFE", "0", "a duration above 0" },
+    { "TIERMEM_HEAT_HALFLIFE", "10h", "a duration above 0" },
+    { "TIERMEM_HEAT_HALFLIFE", "-5s", "a duration above 0" },
+    { "TIERMEM_HEAT_HALFLIFE", "99999999999999m", "a duration above 0" },
     { "TIERMEM_STATS", "", NULL }, /* empty is "not set": no error (checked below) */
 };
 

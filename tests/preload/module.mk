@@ -19,12 +19,19 @@ $(PRELOAD_TEST_KERNELS): $(O)/obj/tests/preload/kernels.o
 	$(CC) $(CFLAGS) $(LDFLAGS) -shared $^ -o $@
 
 $(PRELOAD_TEST_DIR)/probe: $(O)/obj/tests/preload/probe.o $(O)/obj/tests/preload/probe_util.o \
-    $(O)/obj/tools/tiermem-stat/stats_read.o $(O)/lib/simcuda/libcuda.so.1 | $(PRELOAD_TEST_KERNELS)
+    $(O)/obj/tools/tiermem-stat/stats_read.o $(O)/obj/tools/tiermem-stat/heat_view.o $(O)/obj/policy/heat.o \
+    $(O)/lib/simcuda/libcuda.so.1 | $(PRELOAD_TEST_KERNELS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) $(filter %.o,$^) -o $@ $(PRELOAD_TEST_LINK)
 
 $(PRELOAD_TEST_DIR)/doors: $(O)/obj/tests/preload/doors.o $(O)/obj/tests/preload/probe_util.o \
-    $(O)/obj/tools/tiermem-stat/stats_read.o $(O)/lib/simcuda/libcuda.so.1 | $(PRELOAD_TEST_KERNELS)
+    $(O)/obj/tools/tiermem-stat/stats_read.o $(O)/obj/tools/tiermem-stat/heat_view.o $(O)/obj/policy/heat.o \
+    $(O)/lib/simcuda/libcuda.so.1 | $(PRELOAD_TEST_KERNELS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) $(filter %.o,$^) -o $@ $(PRELOAD_TEST_LINK)
+
+$(PRELOAD_TEST_DIR)/heat_probe: $(O)/obj/tests/preload/heat_probe.o $(O)/obj/tests/preload/probe_util.o \
+    $(O)/lib/simcuda/libcuda.so.1 | $(PRELOAD_TEST_KERNELS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) $(filter %.o,$^) -o $@ $(PRELOAD_TEST_LINK)
 
@@ -32,7 +39,8 @@ TENSOR_TABLE_OBJS := $(O)/obj/preload/tensor_table.o $(O)/obj/preload/parse_gguf
                      $(O)/obj/preload/parse_safetensors.o
 
 $(PRELOAD_TEST_DIR)/filecopy: $(O)/obj/tests/preload/filecopy.o $(O)/obj/tests/preload/probe_util.o \
-    $(O)/obj/tools/tiermem-stat/stats_read.o $(TENSOR_TABLE_OBJS) $(O)/lib/simcuda/libcuda.so.1 | $(PRELOAD_TEST_KERNELS)
+    $(O)/obj/tools/tiermem-stat/stats_read.o $(O)/obj/tools/tiermem-stat/heat_view.o $(O)/obj/policy/heat.o \
+    $(TENSOR_TABLE_OBJS) $(O)/lib/simcuda/libcuda.so.1 | $(PRELOAD_TEST_KERNELS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) $(filter %.o,$^) -o $@ $(PRELOAD_TEST_LINK) -ljansson
 
@@ -45,5 +53,6 @@ TEST_PROGS += $(PRELOAD_TEST_DIR)/test_registry
 TEST_SCRIPTS += $(sort $(wildcard tests/preload/test_*.sh))
 
 # The shell tests need these built by `make test`.
-test-progs: $(PRELOAD_TEST_DIR)/probe $(PRELOAD_TEST_DIR)/doors $(PRELOAD_TEST_DIR)/filecopy $(PRELOAD_TEST_KERNELS) \
+test-progs: $(PRELOAD_TEST_DIR)/probe $(PRELOAD_TEST_DIR)/doors $(PRELOAD_TEST_DIR)/heat_probe $(PRELOAD_TEST_DIR)/filecopy \
+             $(PRELOAD_TEST_KERNELS) \
             $(O)/lib/libtiermem.so $(O)/bin/tiermem-stat

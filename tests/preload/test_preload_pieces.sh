@@ -29,7 +29,7 @@ if start_held "${SIM[@]}" TIERMEM_CXL_NODE=1 TIERMEM_CXL_LIMIT=300M TIERMEM_DDR_
     "12 $((768 * MIB))"
   check_eq "12 allocation records" "$(grep -c '"path":"cuMemAlloc"' <<<"$json")" 12
   check "the table names each tier with its node" grep -qE '^cxl +node1 +300 MiB +300 MiB' <<<"$table"
-  check "the table lists the split allocation" grep -qE '64 MiB +30 +2 +0  cuMemAlloc' <<<"$table"
+  check "the table lists the split allocation" grep -qE '64 MiB +30 +2 +0 +[-0-9.]+ +[a-z-]+ +cuMemAlloc' <<<"$table"
   check "the region is mode 0600" test "$(stat -c %a /dev/shm/tiermem.$HELD_PID)" = 600
   watch_out=$("$TIERMEM_STAT" --watch --interval 0.1 --count 2 "$HELD_PID")
   check_eq "--watch prints the table again each interval" "$(grep -c '^tier ' <<<"$watch_out")" 2

@@ -11,6 +11,7 @@ if [ "${SAN:-0}" = 1 ]; then preload="$(${CC:-gcc} -print-file-name=libasan.so):
 
 without=$("$bench")
 with=$(LD_PRELOAD=$preload "$bench")
+heat_off=$(LD_PRELOAD=$preload TIERMEM_HEAT=off "$bench")
 registry=$("$bench" --registry)
 
 value() { awk -v k="$2" '$1 == k { print $2 }' <<<"$1"; }
@@ -22,6 +23,7 @@ row() {
   awk -v l="$2" -v a="$a" -v b="$b" 'BEGIN { printf "%-36s %10.1f %10.1f %10.1f %8.2f\n", l, a, b, b - a, b / a }'
 }
 row launch "cuLaunchKernel"
+row launch_params "cuLaunchKernel, 4 pointers (heat on)"
 row alloc_free_small "cuMemAlloc+cuMemFree 4 KiB"
 row alloc_free_tiered "cuMemAlloc+cuMemFree 8 MiB (chunked)"
 row memcpy_htod_4k "cuMemcpyHtoD 4 KiB"
@@ -33,6 +35,11 @@ awk -v a="$r10" -v b="$r100k" 'BEGIN {
          a, b, b / a, log(100000) / log(10) }'
 added=$(awk -v a="$(value "$without" launch)" -v b="$(value "$with" launch)" 'BEGIN { printf "%.1f", b - a }')
 echo "goal: under 50 ns added to a launch: $added ns"
+# launch heat: the same launch with pointer parameters, heat on (sampled, adaptive) and off
+off=$(value "$heat_off" launch_params); on=$(value "$with" launch_params)
+awk -v a="$off" -v b="$on" 'BEGIN {
+  printf "launch heat: cuLaunchKernel with 4 pointers into chunked memory, TIERMEM_HEAT=off %.1f ns, launch %.1f ns\n", a, b
+  printf "goal: under 50 ns added to a launch by launch heat: %.1f ns\n", b - a }'
 echo "goal: under 50 ns added to a copy of an unlabelled buffer by provenance: $(value "$registry" \
   unlabelled_no_ranges) ns with no file range recorded, $(value "$registry" unlabelled_513_ranges) ns among 513" \
   "(a model mapping and 512 read buffers; a labelled source is found in $(value "$registry" labelled_513_ranges) ns)"

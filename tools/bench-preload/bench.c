@@ -2,6 +2,8 @@
  * libtiermem.so in front. Prints "name nanoseconds" lines, each the best of 5 rounds:
  *
  *   launch            cuLaunchKernel of an empty kernel
+ *   launch_params     cuLaunchKernel of an empty kernel given 4 pointers into two 8 MiB
+ *                     allocations and 2 integers (what `launch` heat reads when it samples)
  *   alloc_free_small  cuMemAlloc + cuMemFree of 4 KiB (passed through, counted)
  *   alloc_free_tiered cuMemAlloc + cuMemFree of 8 MiB (4 chunks under the interposer)
  *   memcpy_htod_4k    cuMemcpyHtoD of 4 KiB
@@ -9,8 +11,11 @@
  *   lookup_100000     the same with 100 000 live allocations
  *
  * With --registry it measures the interposer's registry alone (no driver): a lookup at 10
- * and at 100 000 live records ("registry_10", "registry_100000"). */
+ * and at 100 000 live records ("registry_10", "registry_100000"). With --rate N SECONDS it
+ * launches the touch4 kernel N times a second for SECONDS (a steady load for a collector
+ * to watch) and prints "rate LAUNCHES_PER_SECOND" and "launch_touch4 NS" (its launch cost). */
 #include <cuda.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -141,6 +146,35 @@ static void bench_lookup(int live)
     free(p);
 }
 
+/* N launches a second of a kernel that declares what it touches, for `seconds`. */
+static void bench_rate(CUmodule module, double rate, double seconds)
+{
+    CUfunction touch4;
+    CHECK(cuModuleGetFunction(&touch4, module, "touch4"));
+    uint64_t n = 512;
+    CUdeviceptr out, x, w;
+    CHECK(cuMemAlloc(&out, n * 4));
+    CHECK(cuMemAlloc(&x, n * 4));
+    CHECK(cuMemAlloc(&w, n * n * 4));
+    void *params[] = { &out, &x, &w, &n };
+    double start = now_ns(), spent = 0;
+    long launches = 0;
+    while (now_ns() - start < seconds * 1e9) {
+        double due = start + (double)launches * 1e9 / rate;
+        while (now_ns() < due)
+            ;
+        double before = now_ns();
+        CHECK(cuLaunchKernel(touch4, 2, 1, 1, 256, 1, 1, 0, NULL, params, NULL));
+        spent += now_ns() - before;
+        launches++;
+    }
+    CHECK(cuCtxSynchronize());
+    printf("rate %.0f\nlaunch_touch4 %.1f\n", (double)launches / ((now_ns() - start) / 1e9), spent / (double)launches);
+    CHECK(cuMemFree(out));
+    CHECK(cuMemFree(x));
+    CHECK(cuMemFree(w));
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -149,6 +183,7 @@ int main(int argc, char **argv)
         bench_host_ranges();
         return 0;
     }
+    bool rate_mode = argc == 4 && strcmp(argv[1], "--rate") == 0;
     CUdevice device;
     CUcontext ctx;
     CUmodule module;
@@ -159,8 +194,20 @@ int main(int argc, char **argv)
     CHECK(cuCtxSetCurrent(ctx));
     CHECK(cuModuleLoad(&module, TM_BENCH_KERNELS));
     CHECK(cuModuleGetFunction(&noop, module, "noop"));
+    if (rate_mode) {
+        bench_rate(module, atof(argv[2]), atof(argv[3]));
+        return 0;
+    }
 
     MEASURE("launch", 500000, CHECK(cuLaunchKernel(noop, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL)));
+    CUdeviceptr a, b;
+    CHECK(cuMemAlloc(&a, 8 << 20));
+    CHECK(cuMemAlloc(&b, 8 << 20));
+    struct { CUdeviceptr out, in, table, rows; int n, dim; } args = { a, b, a + (3 << 20), b + 4096, 64, 4096 };
+    void *params[] = { &args.out, &args.in, &args.table, &args.rows, &args.n, &args.dim };
+    MEASURE("launch_params", 500000, CHECK(cuLaunchKernel(noop, 64, 1, 1, 256, 1, 1, 0, NULL, params, NULL)));
+    CHECK(cuMemFree(a));
+    CHECK(cuMemFree(b));
     CUdeviceptr p;
     MEASURE("alloc_free_small", 200000, {
         CHECK(cuMemAlloc(&p, 4096));

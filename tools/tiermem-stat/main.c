@@ -1,13 +1,14 @@
 /* tiermem-stat — prints the stats region of a process running under libtiermem.so.
  *
- *   tiermem-stat [--json] [--watch] [--interval SECONDS] [--count N] PID|PATH
+ *   tiermem-stat [--json] [--heat] [--watch] [--interval SECONDS] [--count N] PID|PATH
  *   tiermem-stat --gc
  *
  * PID reads /dev/shm/tiermem.PID; a PATH reads a region kept with TIERMEM_STATS=PATH.
  * The table shows each tier (limit, bytes in use, peak, chunks), the allocation counts,
  * every chunked or managed allocation (address, size, chunks per tier, how it was asked
- * for) and the calls per hooked driver function. --json prints the same as one JSON
- * object. --watch reprints every interval (default 1 s) until the process exits;
+ * for, its heat and class) and the calls per hooked driver function. --json prints the
+ * same as one JSON object, with the heat of every chunk; --heat lists allocations hottest
+ * first. --watch reprints every interval (default 1 s) until the process exits;
  * --count stops after N prints. A PID's region must belong to the user the process runs
  * as. --gc removes the regions of processes that are gone (killed before they could).
  * Exit status: 0, 1 bad arguments, 2 no readable region. */
@@ -59,7 +60,16 @@ static const char *state_name(const tm_stats_header *h)
 
 /* ---------------------------------------------------------------- table */
 
-static void print_table(const tm_stats_snapshot *s, const char *path)
+static void print_heat_summary(const tm_stats_header *h)
+{
+    printf("heat: %.16s, half-life %.3gs; %llu of %llu launches sampled (now 1 in %llu, %llu ns each)%s\n",
+           h->heat_source, (double)h->heat_tick_ns * TM_HEAT_TICKS_PER_HALFLIFE / 1e9,
+           (unsigned long long)h->heat_samples, (unsigned long long)h->heat_launches,
+           (unsigned long long)h->heat_sample_every, (unsigned long long)h->heat_sample_ns,
+           h->heat_chunks_dropped ? "; some allocations have no chunk heat (pool full)" : "");
+}
+
+static void print_table(const tm_stats_snapshot *s, const char *path, const size_t *order)
 {
     const tm_stats_header *h = &s->header;
     char a[32], b[32], c[32], d[32];
@@ -91,17 +101,21 @@ static void print_table(const tm_stats_snapshot *s, const char *path)
            (unsigned long long)h->alloc_total, (unsigned long long)h->free_total, (unsigned long long)h->oom_total,
            (unsigned long long)h->passthrough_total, (unsigned long long)h->records_used,
            (unsigned long long)h->records_dropped);
+    print_heat_summary(h);
     if (s->record_count) {
-        printf("\n%-18s %12s %8s %8s %8s  %-18s %s\n", "address", "size", "hbm", "cxl", "ddr", "allocated with",
-               "tensor");
-        for (size_t i = 0; i < s->record_count; i++) {
+        printf("\n%-18s %12s %8s %8s %8s %8s %-5s  %-18s %s\n", "address", "size", "hbm", "cxl", "ddr", "heat",
+               "class", "allocated with", "tensor");
+        for (size_t k = 0; k < s->record_count; k++) {
+            size_t i = order[k];
             const tm_stats_record *r = &s->records[i];
+            const tm_heat_view *v = &s->heat[i];
             char address[24];
             if (r->address)
                 snprintf(address, sizeof address, "0x%llx", (unsigned long long)r->address);
             else
                 snprintf(address, sizeof address, "(handle)");
-            char with[96], tensor[sizeof r->name + 32] = "-";
+            char heat[16], with[96], tensor[sizeof r->name + 32] = "-";
+            snprintf(heat, sizeof heat, v->chunk_count ? "%.3f" : "-", v->heat);
             snprintf(with, sizeof with, "%s%s%s%s", path_name(r->path),
                      r->flags & TM_STATS_RECORD_PINNED_HOST ? " (pinned host)" : "",
                      r->flags & TM_STATS_RECORD_MANAGED && r->path != TM_PATH_MEM_ALLOC_MANAGED ? " (managed)" : "",
@@ -110,8 +124,9 @@ static void print_table(const tm_stats_snapshot *s, const char *path)
                 snprintf(tensor, sizeof tensor, "%s (+%u more)", r->name, r->tensors - 1);
             else if (r->name[0])
                 snprintf(tensor, sizeof tensor, "%s", r->name);
-            printf("%-18s %12s %8u %8u %8u  %-18s %s\n", address, tm_format_size(r->size, a, sizeof a), r->chunks[0],
-                   r->chunks[1], r->chunks[2], with, tensor);
+            printf("%-18s %12s %8u %8u %8u %8s %-5s  %-18s %s\n", address, tm_format_size(r->size, a, sizeof a),
+                   r->chunks[0], r->chunks[1], r->chunks[2], heat, v->chunk_count ? tm_heat_class_name(v->cls) : "-",
+                   with, tensor);
         }
     }
     printf("\ncalls:");
@@ -127,7 +142,17 @@ static void print_table(const tm_stats_snapshot *s, const char *path)
 
 /* ---------------------------------------------------------------- JSON */
 
-static void print_json(const tm_stats_snapshot *s, const char *path)
+static void print_heat_json_header(const tm_stats_header *h)
+{
+    printf("\"heat_source\":\"%.16s\",\"heat_halflife_ns\":%llu,\"heat_samples\":%llu,\"heat_launches\":%llu,"
+           "\"heat_sample_every\":%llu,\"heat_sample_ns\":%llu,\"heat_chunks_dropped\":%llu,\"heat_collector_pid\":%d,\n",
+           h->heat_source, (unsigned long long)h->heat_tick_ns * TM_HEAT_TICKS_PER_HALFLIFE,
+           (unsigned long long)h->heat_samples, (unsigned long long)h->heat_launches,
+           (unsigned long long)h->heat_sample_every, (unsigned long long)h->heat_sample_ns,
+           (unsigned long long)h->heat_chunks_dropped, h->heat_collector_pid);
+}
+
+static void print_json(const tm_stats_snapshot *s, const char *path, const size_t *order)
 {
     const tm_stats_header *h = &s->header;
     printf("{\"pid\":%d,\"state\":\"%s\",\"region\":\"%s\",\"device\":%d,\"device_memory\":%llu,"
@@ -153,17 +178,20 @@ static void print_json(const tm_stats_snapshot *s, const char *path)
            (unsigned long long)h->managed_count, (unsigned long long)h->managed_bytes,
            (unsigned long long)h->alloc_total, (unsigned long long)h->free_total, (unsigned long long)h->oom_total,
            (unsigned long long)h->passthrough_total, (unsigned long long)h->records_dropped);
+    print_heat_json_header(h);
     printf("\"allocations\":[\n");
-    for (size_t i = 0; i < s->record_count; i++) {
+    for (size_t k = 0; k < s->record_count; k++) {
+        size_t i = order[k];
         const tm_stats_record *r = &s->records[i];
         printf("{\"address\":%llu,\"size\":%llu,\"chunks\":{\"hbm\":%u,\"cxl\":%u,\"ddr\":%u},\"path\":\"%s\","
-               "\"pinned_host\":%s,\"managed\":%s,\"read_mostly\":%s,\"tensor\":%s%s%s,\"tensors\":%u}%s\n",
+               "\"pinned_host\":%s,\"managed\":%s,\"read_mostly\":%s,\"tensor\":%s%s%s,\"tensors\":%u",
                (unsigned long long)r->address, (unsigned long long)r->size, r->chunks[0], r->chunks[1], r->chunks[2],
                path_name(r->path), r->flags & TM_STATS_RECORD_PINNED_HOST ? "true" : "false",
                r->flags & TM_STATS_RECORD_MANAGED ? "true" : "false",
                r->flags & TM_STATS_RECORD_READ_MOSTLY ? "true" : "false",
-               r->name[0] ? "\"" : "", r->name[0] ? r->name : "null", r->name[0] ? "\"" : "", r->tensors,
-               i + 1 < s->record_count ? "," : "");
+               r->name[0] ? "\"" : "", r->name[0] ? r->name : "null", r->name[0] ? "\"" : "", r->tensors);
+        tm_heat_view_json(stdout, &s->heat[i]);
+        printf("}%s\n", k + 1 < s->record_count ? "," : "");
     }
     printf("],\n\"calls\":{");
     int shown = 0;
@@ -177,7 +205,7 @@ static void print_json(const tm_stats_snapshot *s, const char *path)
 
 static void usage(FILE *to)
 {
-    fprintf(to, "usage: tiermem-stat [--json] [--watch] [--interval SECONDS] [--count N] PID|PATH\n"
+    fprintf(to, "usage: tiermem-stat [--json] [--heat] [--watch] [--interval SECONDS] [--count N] PID|PATH\n"
                 "       tiermem-stat --gc\n");
 }
 
@@ -196,10 +224,10 @@ int main(int argc, char **argv)
     static const struct option options[] = {
         { "json", no_argument, NULL, 'j' },     { "watch", no_argument, NULL, 'w' },
         { "interval", required_argument, NULL, 'i' }, { "count", required_argument, NULL, 'n' },
-        { "help", no_argument, NULL, 'h' },     { "gc", no_argument, NULL, 'g' },
-        { NULL, 0, NULL, 0 },
+        { "heat", no_argument, NULL, 'H' },     { "gc", no_argument, NULL, 'g' },
+        { "help", no_argument, NULL, 'h' },     { NULL, 0, NULL, 0 },
     };
-    bool json = false, watch = false, gc = false;
+    bool json = false, watch = false, gc = false, by_heat = false;
     double interval = 1.0;
     long count = -1;
     for (int c; (c = getopt_long(argc, argv, "jwi:n:h", options, NULL)) != -1;) {
@@ -207,6 +235,7 @@ int main(int argc, char **argv)
         switch (c) {
         case 'j': json = true; break;
         case 'w': watch = true; break;
+        case 'H': by_heat = true; break;
         case 'i':
             interval = strtod(optarg, &end);
             if (*end || !(interval > 0 && interval <= 3600)) {
@@ -258,13 +287,23 @@ int main(int argc, char **argv)
             fprintf(stderr, "tiermem-stat: %s\n", shown_path(why));
             return 2;
         }
+        size_t *order = malloc((snapshot.record_count ? snapshot.record_count : 1) * sizeof *order);
+        if (!order) {
+            fprintf(stderr, "tiermem-stat: out of memory\n");
+            return 2;
+        }
+        for (size_t i = 0; i < snapshot.record_count; i++)
+            order[i] = i;
+        if (by_heat)
+            tm_heat_view_order(snapshot.heat, snapshot.record_count, order);
         if (watch && !json)
             printf("\033[H\033[2J");
         if (json)
-            print_json(&snapshot, path);
+            print_json(&snapshot, path, order);
         else
-            print_table(&snapshot, path);
+            print_table(&snapshot, path, order);
         fflush(stdout);
+        free(order);
         tm_stats_snapshot_free(&snapshot);
         if (printed + 1 == count)
             break;

@@ -1,7 +1,7 @@
 # tools/tiermem-stat — prints the stats region of a process under libtiermem.so.
 TIERMEM_STAT_OBJS := $(O)/obj/tools/tiermem-stat/main.o $(O)/obj/tools/tiermem-stat/stats_read.o \
-                     $(O)/obj/tools/tiermem-stat/gc.o \
-                     $(O)/obj/policy/units.o
+                     $(O)/obj/tools/tiermem-stat/gc.o $(O)/obj/tools/tiermem-stat/heat_view.o \
+                     $(O)/obj/policy/units.o $(O)/obj/policy/heat.o
 BINS += $(O)/bin/tiermem-stat
 INSTALL_FILES += $(O)/bin/tiermem-stat:bin/tiermem-stat
 

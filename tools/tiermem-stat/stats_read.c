@@ -37,7 +37,8 @@ static int header_ok(const tm_stats_header *h, uint64_t *needed, char *why, size
     }
     if (h->version != TM_STATS_VERSION || h->header_size != sizeof(tm_stats_header) ||
         h->call_size != sizeof(tm_stats_call) || h->record_size != sizeof(tm_stats_record)) {
-        snprintf(why, why_len, "stats layout version %u, this reader knows version %d", h->version, TM_STATS_VERSION);
+        snprintf(why, why_len, "stats layout version %u, this tiermem-stat reads version %d only (use the "
+                 "tiermem-stat that came with the process's libtiermem.so)", h->version, TM_STATS_VERSION);
         return 0;
     }
     if (h->call_count > TM_STATS_MAX_CALLS || h->record_capacity > TM_STATS_MAX_RECORDS) {
@@ -45,14 +46,27 @@ static int header_ok(const tm_stats_header *h, uint64_t *needed, char *why, size
                  h->record_capacity, TM_STATS_MAX_CALLS, TM_STATS_MAX_RECORDS);
         return 0;
     }
-    uint64_t calls_end = span_end(h->calls_offset, h->call_count, h->call_size);
-    uint64_t records_end = span_end(h->records_offset, h->record_capacity, h->record_size);
-    if (h->calls_offset < sizeof *h || h->records_offset < sizeof *h || !calls_end || !records_end ||
-        h->calls_offset % 8 || h->records_offset % 8) {
+    if (h->heat_chunk_capacity > TM_STATS_MAX_HEAT_CHUNKS) {
+        snprintf(why, why_len, "stats region claims %llu heat chunks (at most %llu)",
+                 (unsigned long long)h->heat_chunk_capacity, (unsigned long long)TM_STATS_MAX_HEAT_CHUNKS);
+        return 0;
+    }
+    uint64_t ends[4] = {
+        span_end(h->calls_offset, h->call_count, h->call_size),
+        span_end(h->records_offset, h->record_capacity, h->record_size),
+        span_end(h->heat_records_offset, h->record_capacity, h->heat_record_size),
+        span_end(h->heat_chunks_offset, h->heat_chunk_capacity, h->heat_chunk_size),
+    };
+    if (h->calls_offset < sizeof *h || h->records_offset < sizeof *h || h->heat_records_offset < sizeof *h ||
+        h->heat_chunks_offset < sizeof *h || !ends[0] || !ends[1] || !ends[2] || !ends[3] || h->calls_offset % 8 ||
+        h->records_offset % 8 || h->heat_records_offset % 8 || h->heat_chunks_offset % 8) {
         snprintf(why, why_len, "stats region has a bad layout");
         return 0;
     }
-    *needed = calls_end > records_end ? calls_end : records_end;
+    *needed = 0;
+    for (int i = 0; i < 4; i++)
+        if (ends[i] > *needed)
+            *needed = ends[i];
     return 1;
 }
 
@@ -98,14 +112,27 @@ int tm_stats_parse(const void *bytes, size_t size, tm_stats_snapshot *snapshot, 
     memcpy(snapshot->calls, (const char *)bytes + h->calls_offset, (size_t)h->call_count * sizeof *snapshot->calls);
     for (uint32_t i = 0; i < h->call_count; i++)
         clean_text(snapshot->calls[i].symbol, sizeof snapshot->calls[i].symbol);
+    uint32_t *slots = calloc(h->record_capacity ? h->record_capacity : 1, sizeof *slots);
+    if (!slots) {
+        tm_stats_snapshot_free(snapshot);
+        snprintf(why, why_len, "out of memory");
+        return -1;
+    }
     const char *records = (const char *)bytes + h->records_offset;
     for (uint32_t i = 0; i < h->record_capacity; i++) {
         tm_stats_record r;
         memcpy(&r, records + (size_t)i * sizeof r, sizeof r);
         if (!(r.seq & 1) && r.in_use == 1) {
             clean_text(r.name, sizeof r.name);
+            slots[snapshot->record_count] = i;
             snapshot->records[snapshot->record_count++] = r;
         }
+    }
+    snapshot->heat = tm_heat_view_read(bytes, size, h, slots, snapshot->records, snapshot->record_count, why, why_len);
+    free(slots);
+    if (!snapshot->heat) {
+        tm_stats_snapshot_free(snapshot);
+        return -1;
     }
     return 0;
 }
@@ -227,6 +254,8 @@ void tm_stats_snapshot_free(tm_stats_snapshot *snapshot)
 {
     free(snapshot->calls);
     free(snapshot->records);
+    tm_heat_view_free(snapshot->heat, snapshot->record_count);
+    snapshot->heat = NULL;
     snapshot->calls = NULL;
     snapshot->records = NULL;
     snapshot->record_count = 0;

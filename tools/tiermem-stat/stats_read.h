@@ -12,16 +12,19 @@
 #include <sys/types.h>
 
 #include "preload/stats_layout.h"
+#include "tools/tiermem-stat/heat_view.h"
 
 /* Bounds a reader accepts; a region claiming more is refused. */
 #define TM_STATS_MAX_CALLS   4096
 #define TM_STATS_MAX_RECORDS (1u << 20)
+#define TM_STATS_MAX_HEAT_CHUNKS ((uint64_t)1 << 24)
 
 typedef struct tm_stats_snapshot {
     tm_stats_header header;
     tm_stats_call *calls;       /* [header.call_count] */
     tm_stats_record *records;   /* the live records, [record_count] */
     size_t record_count;
+    tm_heat_view *heat;         /* [record_count], the heat of each record */
 } tm_stats_snapshot;
 
 /* The default region of a process: /dev/shm/tiermem.<pid>. */

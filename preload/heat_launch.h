@@ -1,0 +1,48 @@
+/* heat_launch.h — the `launch` heat source: kernel parameters of sampled launches.
+ *
+ * A launch pays one load and one thread-local decrement unless it is sampled. A sampled
+ * launch reads the kernel's pointer-sized parameters (layout from cuFuncGetParamInfo,
+ * cached per function; without it, a bounded scan of the argument array) and credits
+ * every tracked allocation a parameter points into, over the part of it the parameter can
+ * reach. Sampling is 1 launch in N, with N adapted to the measured cost of a sample so the
+ * added cost per launch stays near TM_HEAT_LAUNCH_BUDGET_NS on average; each sample counts
+ * for the N launches it stands for. */
+#ifndef TM_PRELOAD_HEAT_LAUNCH_H
+#define TM_PRELOAD_HEAT_LAUNCH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "preload/cuda_api.h"
+
+#define TM_HEAT_LAUNCH_BUDGET_NS 40   /* average added cost per launch aimed at (goal: under 50) */
+#define TM_HEAT_SAMPLE_EVERY_MAX 65536
+
+extern bool tm_heat_launch_on;
+extern __thread uint32_t tm_heat_countdown;
+
+/* Turns the source on (tm_heat_start). */
+void tm_heat_launch_enable(void);
+
+/* Reads the parameters of one launch of `threads` threads in all and credits heat. */
+void tm_heat_sample_launch(CUfunction f, uint64_t threads, void **params, void **extra);
+
+/* The fast path every launch hook takes. */
+static inline void tm_heat_on_launch(CUfunction f, uint64_t threads, void **params, void **extra)
+{
+    if (!__atomic_load_n(&tm_heat_launch_on, __ATOMIC_RELAXED))
+        return;
+    if (tm_heat_countdown > 1) {
+        tm_heat_countdown--;
+        return;
+    }
+    tm_heat_sample_launch(f, threads, params, extra);
+}
+
+static inline uint64_t tm_launch_threads(unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                                         unsigned bz)
+{
+    return (uint64_t)gx * gy * gz * ((uint64_t)bx * by * bz);
+}
+
+#endif /* TM_PRELOAD_HEAT_LAUNCH_H */
