@@ -165,8 +165,8 @@ static const variable variables[] = {
       "comma-separated tiers from hbm, cxl and ddr, each at most once (e.g. hbm,cxl,ddr)" },
     { "TIERMEM_POLICY", parse_policy, "size, managed or managed-advised" },
     { "TIERMEM_RULES", parse_rules,
-      "comma-separated MATCH=TIER rules, MATCH being size>=N or size<N with N a size, TIER one "
-      "of hbm, cxl, ddr (e.g. size>=1G=cxl,size<4M=hbm)" },
+      "comma-separated MATCH=TIER rules, MATCH being size>=N or size<N with N a size, or name=GLOB "
+      "over tensor names, TIER one of hbm, cxl, ddr (e.g. name=token_embd.weight=ddr,size>=1G=cxl)" },
     { "TIERMEM_MEMINFO", parse_meminfo, "physical or virtual" },
     { "TIERMEM_LOG", parse_log, "error, warn, info or debug" },
     { "TIERMEM_LOG_FILE", parse_log_file, "a file path" },

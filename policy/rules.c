@@ -1,6 +1,7 @@
 /* rules.c — parsing and matching TIERMEM_RULES (see rules.h). */
 #include "policy/rules.h"
 
+#include <fnmatch.h>
 #include <string.h>
 
 #include "policy/units.h"
@@ -16,13 +17,18 @@ static bool parse_rule(const char *item, size_t len, tm_rule *rule)
     if (!eq || !tm_tier_from_name(eq + 1, len - (size_t)(eq + 1 - item), &rule->tier))
         return false;
 
-    char match[64];
+    char match[TM_RULE_GLOB_MAX + 8];
     size_t match_len = (size_t)(eq - item);
     if (match_len >= sizeof match)
         return false;
     memcpy(match, item, match_len);
     match[match_len] = '\0';
 
+    if (strncmp(match, "name=", 5) == 0) {
+        rule->kind = TM_MATCH_NAME;
+        memcpy(rule->glob, match + 5, match_len - 5 + 1);
+        return match_len > 5 && match_len - 5 < sizeof rule->glob;
+    }
     if (strncmp(match, "size>=", 6) == 0) {
         rule->kind = TM_MATCH_SIZE_AT_LEAST;
         return tm_parse_size(match + 6, &rule->size);
@@ -57,6 +63,7 @@ static bool rule_matches(const tm_rule *rule, const tm_alloc_desc *alloc)
     switch (rule->kind) {
     case TM_MATCH_SIZE_AT_LEAST: return alloc->size >= rule->size;
     case TM_MATCH_SIZE_BELOW: return alloc->size < rule->size;
+    case TM_MATCH_NAME: return alloc->name && fnmatch(rule->glob, alloc->name, 0) == 0;
     }
     return false;
 }

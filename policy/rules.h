@@ -1,8 +1,10 @@
 /* rules.h — placement rules (TIERMEM_RULES): "MATCH=TIER,MATCH=TIER,...".
  *
- * A rule names the tier an allocation starts in; the first rule that matches wins. MATCH
- * is `size>=N` or `size<N` (N a size such as 64M). The match is a tagged union over an
- * allocation description so that matching by name (`name=GLOB`) slots in beside size. */
+ * A rule names the tier an allocation (or a chunk) lives in; the first rule that matches
+ * wins. MATCH is `size>=N` or `size<N` (N a size such as 64M), or `name=GLOB`: a glob
+ * (fnmatch: `*`, `?`, `[...]`) over the name of the model-file tensor copied into the
+ * memory. A name is known only once the program copies a tensor in, so name rules never
+ * match at allocation; they move the chunks when the copy names them. */
 #ifndef TM_POLICY_RULES_H
 #define TM_POLICY_RULES_H
 
@@ -17,11 +19,15 @@
 typedef enum tm_match_kind {
     TM_MATCH_SIZE_AT_LEAST, /* size>=N */
     TM_MATCH_SIZE_BELOW,    /* size<N */
+    TM_MATCH_NAME,          /* name=GLOB */
 } tm_match_kind;
+
+#define TM_RULE_GLOB_MAX 96
 
 typedef struct tm_rule {
     tm_match_kind kind;
     uint64_t size;      /* N of the size matches */
+    char glob[TM_RULE_GLOB_MAX]; /* the name match's pattern */
     tm_tier_id tier;    /* where a matching allocation starts */
 } tm_rule;
 
@@ -33,6 +39,7 @@ typedef struct tm_rules {
 /* What a rule can look at. */
 typedef struct tm_alloc_desc {
     uint64_t size;      /* bytes the program asked for */
+    const char *name;   /* the tensor it holds, or NULL while unknown */
 } tm_alloc_desc;
 
 /* Parses the rule list. Returns false on any malformed rule (or more than TM_RULES_MAX). */

@@ -203,6 +203,42 @@ bool tm_alloc_chunked(tm_device *device, CUcontext ctx, uint64_t bytes, uint32_t
     return true;
 }
 
+uint64_t tm_alloc_move_chunks(tm_device *device, tm_alloc *a, uint64_t first, uint64_t count,
+                              tm_tier_id tier, tm_move_bytes bytes)
+{
+    tm_backing *b = a->backing;
+    if (!b || bytes != TM_MOVE_BYTES_DEAD || first >= b->plan.chunks)
+        return 0;
+    if (count > b->plan.chunks - first)
+        count = b->plan.chunks - first;
+    uint64_t chunk = b->plan.chunk_size, moved = 0;
+    pthread_mutex_lock(&device->place_lock);
+    for (uint64_t i = first; i < first + count; i++) {
+        tm_tier_id from = tm_backing_chunk_tier(b, i);
+        if (from == tier)
+            continue;
+        tm_tiers now;
+        tm_device_tiers_now(device, &now);
+        if (!now.tier[tier].present || now.tier[tier].used + chunk > now.tier[tier].limit)
+            break;
+        if (!tm_backing_replace_chunk(b, i, tier, &device->target))
+            break;
+        tm_stats_tier_add(tier, (int64_t)chunk, 1);
+        tm_stats_tier_add(from, -(int64_t)chunk, -1);
+        moved++;
+    }
+    pthread_mutex_unlock(&device->place_lock);
+    if (moved) {
+        uint32_t chunks[TM_STATS_TIERS];
+        for (int t = 0; t < TM_STATS_TIERS; t++)
+            chunks[t] = (uint32_t)b->plan.per_tier[t];
+        tm_stats_record_update(a->stats_slot, chunks, NULL, 0);
+        tm_debug("0x%llx: %llu chunks moved to %s", (unsigned long long)a->range.base,
+                 (unsigned long long)moved, tm_tier_name(tier));
+    }
+    return moved;
+}
+
 /* Runs `wait` with `ctx` current (it may be another thread's, or none, right now). */
 static void wait_in_context(CUcontext ctx)
 {
@@ -255,6 +291,7 @@ void tm_free_chunked(tm_alloc *a, tm_wait wait, CUstream stream)
     tm_stat_sub(tiered_count, 1);
     tm_stat_sub(tiered_bytes, a->range.size);
     tm_stat_add(free_total, 1);
+    free(a->label);
     free(a);
 }
 

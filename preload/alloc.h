@@ -12,6 +12,7 @@
 #include "preload/cuda_api.h"
 #include "preload/device.h"
 #include "preload/registry.h"
+#include "preload/tensor_table.h"
 
 typedef struct tm_alloc {
     tm_range range;         /* base: the program's pointer; size: the bytes it asked for */
@@ -23,6 +24,9 @@ typedef struct tm_alloc {
     int stats_slot;         /* its record in the stats region, or -1 */
     uint64_t id;            /* the buffer id pointer attributes report for chunked memory */
     tm_backing *backing;    /* chunked: the chunks; NULL for memory the driver made */
+    const tm_tensor **label;/* chunked: [backing->plan.chunks] the model-file tensor copied
+                             * into each chunk's first written byte (NULL: none seen);
+                             * NULL until the first such copy (provenance.c) */
     tm_heat_chunk *heat;    /* [heat_chunks] access heat per chunk; NULL without heat */
     uint32_t heat_chunks;
     uint32_t heat_chunk_shift; /* log2 of the heat chunk size */
@@ -56,6 +60,21 @@ void tm_retrack(tm_alloc *alloc);
 
 /* After the driver freed memory it made: drops the counts and the record. */
 void tm_forget(tm_alloc *alloc);
+
+/* Whether moved chunks keep their bytes. */
+typedef enum tm_move_bytes {
+    TM_MOVE_BYTES_DEAD,     /* the caller guarantees the bytes are dead: about to be
+                             * overwritten whole, nothing in flight using them */
+    TM_MOVE_BYTES_KEEP,     /* copy them over and remap at a safe point (migration) */
+} tm_move_bytes;
+
+/* Moves chunks [first, first + count) of a chunked allocation to `tier`: the one entry
+ * point for changing placement after allocation (name rules now, heat later). Charges the
+ * tiers, keeps the stats record right, and leaves a chunk where it is when the tier is
+ * absent, full or the driver refuses. KEEP needs the migration mechanism, which this
+ * build does not have: it moves nothing. Returns the chunks moved. */
+uint64_t tm_alloc_move_chunks(tm_device *device, tm_alloc *alloc, uint64_t first, uint64_t count,
+                              tm_tier_id tier, tm_move_bytes bytes);
 
 /* How to wait for work that may still use a chunked allocation before releasing it. */
 typedef enum tm_wait {

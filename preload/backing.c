@@ -146,6 +146,56 @@ tm_backing_failure tm_backing_create(const tm_plan *plan, const tm_backing_targe
     return TM_BACKING_OK;
 }
 
+tm_tier_id tm_backing_chunk_tier(const tm_backing *b, uint64_t index)
+{
+    return b->tier_of ? (tm_tier_id)b->tier_of[index] : tm_plan_chunk_tier(&b->plan, index);
+}
+
+bool tm_backing_replace_chunk(tm_backing *b, uint64_t index, tm_tier_id tier, const tm_backing_target *target)
+{
+    if (b->pinned_host || index >= b->plan.chunks)
+        return false;
+    if (!b->tier_of) {
+        uint8_t *tier_of = malloc((size_t)b->plan.chunks);
+        if (!tier_of)
+            return false;
+        for (uint64_t i = 0; i < b->plan.chunks; i++)
+            tier_of[i] = (uint8_t)tm_plan_chunk_tier(&b->plan, i);
+        b->tier_of = tier_of;
+    }
+    uint64_t chunk = b->plan.chunk_size;
+    CUdeviceptr at = b->base + index * chunk;
+    CUmemAllocationProp prop = chunk_properties(target, tier);
+    CUmemGenericAllocationHandle fresh;
+    if (tm_real.cuMemCreate(&fresh, chunk, &prop, 0) != CUDA_SUCCESS)
+        return false;
+    CUmemAccessDesc access = {
+        .location = { .type = CU_MEM_LOCATION_TYPE_DEVICE, .id = target->device },
+        .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+    };
+    if (tm_real.cuMemUnmap(at, chunk) != CUDA_SUCCESS) {
+        tm_release_call(tm_real.cuMemRelease(fresh));
+        return false;
+    }
+    if (tm_real.cuMemMap(at, chunk, 0, fresh, 0) != CUDA_SUCCESS ||
+        tm_real.cuMemSetAccess(at, chunk, &access, 1) != CUDA_SUCCESS) {
+        /* put the old handle back: the program must keep a mapped address */
+        tm_real.cuMemUnmap(at, chunk);
+        tm_release_call(tm_real.cuMemRelease(fresh));
+        if (tm_real.cuMemMap(at, chunk, 0, b->handle[index], 0) != CUDA_SUCCESS ||
+            tm_real.cuMemSetAccess(at, chunk, &access, 1) != CUDA_SUCCESS)
+            tm_log_once(TM_LOG_ERROR, "a chunk at 0x%llx could not be mapped again after a failed move",
+                        (unsigned long long)at);
+        return false;
+    }
+    tm_release_call(tm_real.cuMemRelease(b->handle[index]));
+    b->handle[index] = fresh;
+    b->plan.per_tier[b->tier_of[index]]--;
+    b->plan.per_tier[tier]++;
+    b->tier_of[index] = (uint8_t)tier;
+    return true;
+}
+
 void tm_backing_destroy(tm_backing *b)
 {
     if (b->pinned_host) {
@@ -154,5 +204,6 @@ void tm_backing_destroy(tm_backing *b)
     } else {
         vmm_undo(b, b->plan.chunks);
     }
+    free(b->tier_of);
     free(b);
 }

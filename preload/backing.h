@@ -26,6 +26,8 @@ typedef struct tm_backing {
     tm_plan plan;              /* the tier of every chunk */
     bool pinned_host;          /* pinned host memory, not VMM handles */
     void *host;                /* pinned_host: the host mapping (bytes long) */
+    uint8_t *tier_of;          /* [plan.chunks] once a chunk moved (plan.run is then stale;
+                                * plan.per_tier stays exact); NULL before */
     CUmemGenericAllocationHandle handle[]; /* VMM: [plan.chunks], one per chunk */
 } tm_backing;
 
@@ -41,6 +43,16 @@ typedef enum tm_backing_failure {
  * at fault, *result the driver's answer. */
 tm_backing_failure tm_backing_create(const tm_plan *plan, const tm_backing_target *target,
                                      tm_backing **out, tm_tier_id *tier, CUresult *result);
+
+/* The tier chunk `index` lives in now. */
+tm_tier_id tm_backing_chunk_tier(const tm_backing *backing, uint64_t index);
+
+/* Puts chunk `index` in `tier` without keeping its bytes: a new handle there is mapped
+ * at the same address and the old one released. Only for a chunk whose bytes are dead
+ * (about to be overwritten whole, with nothing in flight using it). False, with the
+ * chunk as it was, on any failure; pinned-host backings cannot do it. */
+bool tm_backing_replace_chunk(tm_backing *backing, uint64_t index, tm_tier_id tier,
+                              const tm_backing_target *target);
 
 /* Unmaps and releases everything (the caller has made sure nothing in flight uses it). */
 void tm_backing_destroy(tm_backing *backing);

@@ -10,6 +10,7 @@
 #include "preload/device.h"
 #include "preload/heat.h"
 #include "preload/log.h"
+#include "preload/model_files.h"
 #include "preload/registry.h"
 #include "preload/stats.h"
 #include "preload/stream_free.h"
@@ -57,6 +58,7 @@ static void load_config(void)
     tm_config_load(&config, STDERR_FILENO);
     bool log_ok = tm_log_open(&config);
     tiering = !config.disabled && log_ok;
+    tm_model_files_enable(tiering);
     if (config.disabled && config.invalid_count == 0)
         tm_info("TIERMEM_DISABLE=1: every call passes through to the driver");
     if (tiering)

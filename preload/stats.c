@@ -319,9 +319,26 @@ int tm_stats_record_add(uint32_t path, uint64_t address, uint64_t size,
     for (int t = 0; t < TM_STATS_TIERS; t++)
         r->chunks[t] = chunks ? chunks[t] : 0;
     r->flags = flags;
+    r->tensors = 0;
+    r->name[0] = '\0';
     __atomic_fetch_add(&r->seq, 1, __ATOMIC_RELEASE);
     tm_stat_add(records_used, 1);
     return slot;
+}
+
+void tm_stats_record_update(int slot, const uint32_t chunks[TM_STATS_TIERS], const char *name, uint32_t tensors)
+{
+    if (slot < 0 || !region)
+        return;
+    tm_stats_record *r = &records[slot];
+    __atomic_fetch_add(&r->seq, 1, __ATOMIC_ACQ_REL);
+    for (int t = 0; chunks && t < TM_STATS_TIERS; t++)
+        r->chunks[t] = chunks[t];
+    if (name) {
+        snprintf(r->name, sizeof r->name, "%s", name);
+        r->tensors = tensors;
+    }
+    __atomic_fetch_add(&r->seq, 1, __ATOMIC_RELEASE);
 }
 
 void tm_stats_record_remove(int slot)

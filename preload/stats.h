@@ -49,6 +49,9 @@ static inline uint64_t tm_stats_tier_used(tm_tier_id tier)
 int tm_stats_record_add(uint32_t path, uint64_t address, uint64_t size,
                         const uint32_t chunks[TM_STATS_TIERS], uint32_t flags);
 void tm_stats_record_remove(int slot);
+/* Rewrites a record's chunks per tier (NULL: kept) and its tensor name and count (NULL:
+ * kept). */
+void tm_stats_record_update(int slot, const uint32_t chunks[TM_STATS_TIERS], const char *name, uint32_t tensors);
 /* Sets more TM_STATS_RECORD_* bits on a live record. */
 void tm_stats_record_flag(int slot, uint32_t flags);
 

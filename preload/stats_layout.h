@@ -37,7 +37,7 @@
 #include <stdint.h>
 
 #define TM_STATS_MAGIC       0x314d454d52454954ull /* "TIERMEM1" as little-endian bytes */
-#define TM_STATS_VERSION     2                     /* 2: the heat section */
+#define TM_STATS_VERSION     3                     /* 2: the heat section; 3: tensor names */
 #define TM_STATS_TIERS       3                     /* hbm, cxl, ddr, in this order */
 #define TM_STATS_RECORDS     16384
 #define TM_STATS_HEAT_CHUNKS 262144                /* 512 GiB of 2 MiB chunks */
@@ -147,7 +147,10 @@ typedef struct tm_stats_record {
     uint32_t chunks[TM_STATS_TIERS]; /* chunks per tier */
     uint32_t flags;           /* TM_STATS_RECORD_* bits */
     uint64_t reserved[2];
-} tm_stats_record;            /* 64 bytes */
+    uint32_t tensors;         /* distinct model-file tensors copied into it (0: none seen) */
+    uint32_t reserved2;
+    char name[88];            /* the first of them, NUL-terminated ("" when none) */
+} tm_stats_record;            /* 160 bytes */
 
 #define TM_STATS_RECORD_PINNED_HOST 1u   /* lower tiers are pinned host memory */
 #define TM_STATS_RECORD_MANAGED     2u   /* cuMemAllocManaged memory (TIERMEM_POLICY=managed*) */

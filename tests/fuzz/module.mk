@@ -4,8 +4,10 @@
 #   fuzz_model  a GGUF file through config, tokenizer set-up, weight checks and model_load's
 #               sizing, on a host-memory device
 #   fuzz_stats  the stats-region reader of tiermem-stat
+#   fuzz_header the interposer's GGUF and safetensors header parsers (tensor tables)
 # `make fuzz` fuzzes each for FUZZ_SECONDS from its seed corpus (tests/fuzz/corpus: generated
-# GGUF files; tests/fuzz/corpus-stats: a small region). `make fuzz-long` runs FUZZ_LONG_RUNS
+# GGUF files; tests/fuzz/corpus-stats: a small region; fuzz_header starts from
+# tests/fuzz/corpus-safetensors and the GGUF corpus). `make fuzz-long` runs FUZZ_LONG_RUNS
 # inputs in all, split evenly, one process at a time. tests/fuzz/test_fuzz_corpus.sh replays
 # the corpora and fuzzes briefly as part of `make test`.
 
@@ -27,12 +29,15 @@ FUZZ_model_LIBS := -lpcre2-8
 FUZZ_gguf_CORPUS  := tests/fuzz/corpus
 FUZZ_model_CORPUS := tests/fuzz/corpus
 FUZZ_stats_CORPUS := tests/fuzz/corpus-stats
-FUZZ_TARGETS   := gguf model stats
+FUZZ_header_SRCS  := tests/fuzz/fuzz_header.c preload/tensor_table.c preload/parse_gguf.c preload/parse_safetensors.c
+FUZZ_header_CORPUS := tests/fuzz/corpus-safetensors tests/fuzz/corpus
+FUZZ_header_LIBS  := -ljansson
+FUZZ_TARGETS   := gguf model stats header
 FUZZ_BINS      := $(FUZZ_TARGETS:%=$(FUZZ_DIR)/fuzz_%)
 
 define fuzz-target
 $(FUZZ_DIR)/fuzz_$(1): $(FUZZ_$(1)_SRCS) $(wildcard engine/*.h kernels/*.h tools/tiermem-stat/*.h) \
-    preload/stats_layout.h tests/fuzz/module.mk
+    preload/stats_layout.h preload/tensor_table.h tests/fuzz/module.mk
 	@mkdir -p $$(@D)
 	clang $(FUZZ_CFLAGS) $(FUZZ_$(1)_SRCS) $(FUZZ_$(1)_LIBS) -o $$@
 endef
@@ -41,7 +46,7 @@ $(foreach t,$(FUZZ_TARGETS),$(eval $(call fuzz-target,$(t))))
 # fuzz-run TARGET FLAGS: fuzzes one target from a working copy of its seed corpus
 define fuzz-run
 	@mkdir -p $(FUZZ_DIR)/corpus-$(1)
-	cp -n $(FUZZ_$(1)_CORPUS)/* $(FUZZ_DIR)/corpus-$(1)/ 2>/dev/null || true
+	cp -n $(addsuffix /*,$(FUZZ_$(1)_CORPUS)) $(FUZZ_DIR)/corpus-$(1)/ 2>/dev/null || true
 	$(FUZZ_DIR)/fuzz_$(1) $(2) -max_len=131072 -print_final_stats=1 $(FUZZ_DIR)/corpus-$(1)
 
 endef

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Replays each fuzzer's seed corpus, then fuzzes each for a few seconds: the GGUF reader and
-# tokenizers, the model load behind them, and the stats-region reader must survive
+# tokenizers, the model load behind them, the stats-region reader and the interposer's
+# model-header parsers (on the safetensors seeds and the GGUF ones) must survive
 # everything under ASan/UBSan (the long runs are `make fuzz` and `make fuzz-long`).
 source "$(dirname "$0")/../lib/tap.sh"
 if ! command -v clang >/dev/null; then
@@ -9,12 +10,13 @@ if ! command -v clang >/dev/null; then
 fi
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-for target in gguf:corpus model:corpus stats:corpus-stats; do
-  name=${target%%:*} corpus=$TM_ROOT/tests/fuzz/${target#*:}
+for target in gguf:corpus model:corpus stats:corpus-stats header:corpus-safetensors,corpus; do
+  name=${target%%:*} corpora=${target#*:}
   FUZZ=$B/fuzz/fuzz_$name
   make -s -C "$TM_ROOT" O="$O" "$O/fuzz/fuzz_$name" >/dev/null
   check "fuzz_$name builds" test -x "$FUZZ"
-  seeds=("$corpus"/*)
+  seeds=()
+  for c in ${corpora//,/ }; do seeds+=("$TM_ROOT/tests/fuzz/$c"/*); done
   check "fuzz_$name: the seed corpus has files" test -f "${seeds[0]}"
   "$FUZZ" -runs=0 "${seeds[@]}" >"$T/replay-$name.log" 2>&1
   check "fuzz_$name: every seed replays cleanly" test $? -eq 0

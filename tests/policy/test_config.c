@@ -204,6 +204,30 @@ static void test_good_values(void **state)
     free(errors);
 }
 
+/* name=GLOB rules match tensor names with fnmatch, never an allocation without a name, and
+ * the first matching rule wins over a later size rule. */
+static void test_name_rules(void **state)
+{
+    (void)state;
+    tm_rules rules;
+    assert_true(tm_rules_parse("name=token_embd.weight=ddr,name=blk.*.ffn_*_exps.*=cxl,size>=1G=hbm", &rules));
+    assert_int_equal(rules.count, 3);
+    assert_int_equal(rules.rule[0].kind, TM_MATCH_NAME);
+    assert_string_equal(rules.rule[1].glob, "blk.*.ffn_*_exps.*");
+    tm_alloc_desc embd = { .size = 4 << 20, .name = "token_embd.weight" };
+    tm_alloc_desc expert = { .size = 2ull << 30, .name = "blk.12.ffn_up_exps.weight" };
+    tm_alloc_desc dense = { .size = 4 << 20, .name = "blk.12.ffn_up.weight" };
+    tm_alloc_desc unnamed = { .size = 4 << 20, .name = NULL };
+    tm_alloc_desc big = { .size = 2ull << 30, .name = NULL };
+    assert_int_equal(tm_rules_match(&rules, &embd)->tier, TM_TIER_DDR);
+    assert_int_equal(tm_rules_match(&rules, &expert)->tier, TM_TIER_CXL);
+    assert_null(tm_rules_match(&rules, &dense));
+    assert_null(tm_rules_match(&rules, &unnamed));
+    assert_int_equal(tm_rules_match(&rules, &big)->tier, TM_TIER_HBM);
+    assert_false(tm_rules_parse("name==ddr", &rules));
+    assert_false(tm_rules_parse("name=x=nvme", &rules));
+}
+
 static void test_disable_and_stats_off(void **state)
 {
     (void)state;
@@ -250,7 +274,7 @@ static const bad_case bad_cases[] = {
     { "TIERMEM_RULES", "size>=1G=nvme", "MATCH=TIER" },
     { "TIERMEM_RULES", "size>=1G", "MATCH=TIER" },
     { "TIERMEM_RULES", "size<=4M=hbm", "MATCH=TIER" },
-    { "TIERMEM_RULES", "name=blk.*=cxl", "MATCH=TIER" },
+    { "TIERMEM_RULES", "name==cxl", "MATCH=TIER" },
     { "TIERMEM_RULES", "size>=1G=cxl,", "MATCH=TIER" },
     { "TIERMEM_MEMINFO", "both", "physical or virtual" },
     { "TIERMEM_LOG", "verbose", "error, warn, info or debug" },
@@ -360,6 +384,7 @@ int main(void)
         cmocka_unit_test(test_sizes_format),
         cmocka_unit_test_setup(test_defaults, setup),
         cmocka_unit_test_setup(test_good_values, setup),
+        cmocka_unit_test(test_name_rules),
         cmocka_unit_test_setup(test_disable_and_stats_off, setup),
         cmocka_unit_test_setup(test_each_bad_value, setup),
         cmocka_unit_test_setup(test_long_paths_rejected, setup),

@@ -6,6 +6,7 @@
 #   $(O)/tests/preload/serving        what serving stacks do: pools of their own, stream-ordered
 #                                     frees, graphs
 #   $(O)/tests/preload/kernels.so     its host kernels (a simcuda module)
+#   $(O)/tests/preload/filecopy       loads a model file as programs do (mmap, pread, staging)
 
 PRELOAD_TEST_DIR := $(O)/tests/preload
 PRELOAD_TEST_KERNELS := $(PRELOAD_TEST_DIR)/kernels.so
@@ -41,6 +42,15 @@ $(PRELOAD_TEST_DIR)/serving: $(O)/obj/tests/preload/serving.o $(O)/obj/tests/pre
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) $(filter %.o,$^) -o $@ $(PRELOAD_TEST_LINK)
 
+TENSOR_TABLE_OBJS := $(O)/obj/preload/tensor_table.o $(O)/obj/preload/parse_gguf.o \
+                     $(O)/obj/preload/parse_safetensors.o
+
+$(PRELOAD_TEST_DIR)/filecopy: $(O)/obj/tests/preload/filecopy.o $(O)/obj/tests/preload/probe_util.o \
+    $(O)/obj/tools/tiermem-stat/stats_read.o $(O)/obj/tools/tiermem-stat/heat_view.o $(O)/obj/policy/heat.o \
+    $(TENSOR_TABLE_OBJS) $(O)/lib/simcuda/libcuda.so.1 | $(PRELOAD_TEST_KERNELS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) $(filter %.o,$^) -o $@ $(PRELOAD_TEST_LINK) -ljansson
+
 # Unit tests of the pieces that need no driver.
 $(PRELOAD_TEST_DIR)/test_registry: $(O)/obj/tests/preload/test_registry.o $(O)/obj/preload/registry.o
 	@mkdir -p $(@D)
@@ -51,5 +61,5 @@ TEST_SCRIPTS += $(sort $(wildcard tests/preload/test_*.sh))
 
 # The shell tests need these built by `make test`.
 test-progs: $(PRELOAD_TEST_DIR)/probe $(PRELOAD_TEST_DIR)/doors $(PRELOAD_TEST_DIR)/heat_probe \
-            $(PRELOAD_TEST_DIR)/serving $(PRELOAD_TEST_KERNELS) \
+            $(PRELOAD_TEST_DIR)/serving $(PRELOAD_TEST_DIR)/filecopy $(PRELOAD_TEST_KERNELS) \
             $(O)/lib/libtiermem.so $(O)/bin/tiermem-stat

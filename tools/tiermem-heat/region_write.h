@@ -11,7 +11,7 @@
 
 typedef struct tm_region_writer tm_region_writer;
 
-/* Maps the region at `path` for writing after checking it is a version 2 stats region.
+/* Maps the region at `path` for writing after checking it is a stats region of this version.
  * NULL with a one-line reason otherwise. */
 tm_region_writer *tm_region_writer_open(const char *path, int collector_pid, char *why, size_t why_len);
 

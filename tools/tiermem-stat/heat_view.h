@@ -1,4 +1,4 @@
-/* heat_view.h — the heat section of a stats region (version 2), as tiermem-stat shows it:
+/* heat_view.h — the heat section of a stats region (version 2 and later), as tiermem-stat shows it:
  * per allocation and per chunk its heat as of now, decayed reads and writes, and a class
  * by rank within the process (policy/heat.h). */
 #ifndef TM_STAT_HEAT_VIEW_H

@@ -110,8 +110,8 @@ static void print_table(const tm_stats_snapshot *s, const char *path, const size
            (unsigned long long)h->records_dropped);
     print_heat_summary(h);
     if (s->record_count) {
-        printf("\n%-18s %12s %8s %8s %8s %8s %-5s  %s\n", "address", "size", "hbm", "cxl", "ddr", "heat", "class",
-               "allocated with");
+        printf("\n%-18s %12s %8s %8s %8s %8s %-5s  %-18s %s\n", "address", "size", "hbm", "cxl", "ddr", "heat",
+               "class", "allocated with", "tensor");
         for (size_t k = 0; k < s->record_count; k++) {
             size_t i = order[k];
             const tm_stats_record *r = &s->records[i];
@@ -121,13 +121,19 @@ static void print_table(const tm_stats_snapshot *s, const char *path, const size
                 snprintf(address, sizeof address, "0x%llx", (unsigned long long)r->address);
             else
                 snprintf(address, sizeof address, "(handle)");
-            char heat[16];
+            char heat[16], with[96], tensor[sizeof r->name + 32] = "-";
             snprintf(heat, sizeof heat, v->chunk_count ? "%.3f" : "-", v->heat);
-            printf("%-18s %12s %8u %8u %8u %8s %-5s  %s%s%s%s\n", address, tm_format_size(r->size, a, sizeof a),
+            snprintf(with, sizeof with, "%s%s%s%s", path_name(r->path),
+                     r->flags & TM_STATS_RECORD_PINNED_HOST ? " (pinned host)" : "",
+                     r->flags & TM_STATS_RECORD_MANAGED && r->path != TM_PATH_MEM_ALLOC_MANAGED ? " (managed)" : "",
+                     r->flags & TM_STATS_RECORD_READ_MOSTLY ? " (read-mostly)" : "");
+            if (r->name[0] && r->tensors > 1)
+                snprintf(tensor, sizeof tensor, "%s (+%u more)", r->name, r->tensors - 1);
+            else if (r->name[0])
+                snprintf(tensor, sizeof tensor, "%s", r->name);
+            printf("%-18s %12s %8u %8u %8u %8s %-5s  %-18s %s\n", address, tm_format_size(r->size, a, sizeof a),
                    r->chunks[0], r->chunks[1], r->chunks[2], heat, v->chunk_count ? tm_heat_class_name(v->cls) : "-",
-                   path_name(r->path), r->flags & TM_STATS_RECORD_PINNED_HOST ? " (pinned host)" : "",
-                   r->flags & TM_STATS_RECORD_MANAGED && r->path != TM_PATH_MEM_ALLOC_MANAGED ? " (managed)" : "",
-                   r->flags & TM_STATS_RECORD_READ_MOSTLY ? " (read-mostly)" : "");
+                   with, tensor);
         }
     }
     printf("\ncalls:");
@@ -185,11 +191,12 @@ static void print_json(const tm_stats_snapshot *s, const char *path, const size_
         size_t i = order[k];
         const tm_stats_record *r = &s->records[i];
         printf("{\"address\":%llu,\"size\":%llu,\"chunks\":{\"hbm\":%u,\"cxl\":%u,\"ddr\":%u},\"path\":\"%s\","
-               "\"pinned_host\":%s,\"managed\":%s,\"read_mostly\":%s",
+               "\"pinned_host\":%s,\"managed\":%s,\"read_mostly\":%s,\"tensor\":%s%s%s,\"tensors\":%u",
                (unsigned long long)r->address, (unsigned long long)r->size, r->chunks[0], r->chunks[1], r->chunks[2],
                path_name(r->path), r->flags & TM_STATS_RECORD_PINNED_HOST ? "true" : "false",
                r->flags & TM_STATS_RECORD_MANAGED ? "true" : "false",
-               r->flags & TM_STATS_RECORD_READ_MOSTLY ? "true" : "false");
+               r->flags & TM_STATS_RECORD_READ_MOSTLY ? "true" : "false",
+               r->name[0] ? "\"" : "", r->name[0] ? r->name : "null", r->name[0] ? "\"" : "", r->tensors);
         tm_heat_view_json(stdout, &s->heat[i]);
         printf("}%s\n", k + 1 < s->record_count ? "," : "");
     }

@@ -123,6 +123,7 @@ int tm_stats_parse(const void *bytes, size_t size, tm_stats_snapshot *snapshot, 
         tm_stats_record r;
         memcpy(&r, records + (size_t)i * sizeof r, sizeof r);
         if (!(r.seq & 1) && r.in_use == 1) {
+            clean_text(r.name, sizeof r.name);
             slots[snapshot->record_count] = i;
             snapshot->records[snapshot->record_count++] = r;
         }

@@ -1,0 +1,59 @@
+/* model_files.h — the model files a process reads, and the host memory they filled.
+ *
+ * A file opened read-only whose name looks like a model (`*.gguf`, `*.safetensors`,
+ * `*-0000N-of-0000M*`) has its header parsed once into a tensor table (tensor_table.h);
+ * a header that does not parse is named in one line and the file is ignored. Reads,
+ * preads and mmaps of such a file record which host range now holds which file range;
+ * a copy from that host range to the device can then say which tensor it carries
+ * (provenance.h). Records are never freed while the process runs: a table is small, and
+ * a copy may look one up at any time. */
+#ifndef TM_PRELOAD_MODEL_FILES_H
+#define TM_PRELOAD_MODEL_FILES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "preload/tensor_table.h"
+
+typedef struct tm_model_file {
+    dev_t dev;
+    ino_t ino;
+    char name[64];                  /* the file's base name, for messages */
+    tm_tensor_table table;
+} tm_model_file;
+
+/* Turns recording on (after the configuration is read; never before). */
+void tm_model_files_enable(bool on);
+
+/* After open/openat returned `fd` for `path` with `flags`. */
+void tm_model_files_opened(int fd, const char *path, int flags);
+/* Before close(fd). */
+void tm_model_files_closed(int fd);
+
+/* The model file behind `fd`, or NULL (a load and a branch when none is open). */
+const tm_model_file *tm_model_file_of_fd(int fd);
+
+/* `bytes` of the file were read at file offset `offset` into host memory at `host`.
+ * Replaces what was recorded for host ranges it overlaps. */
+void tm_host_range_filled(const tm_model_file *file, const void *host, size_t bytes, uint64_t offset);
+/* Host memory unmapped, or rewritten from elsewhere: forgets what overlaps it. */
+void tm_host_range_forget(const void *host, size_t bytes);
+
+/* The host range holding `host`, if it was filled from a model file: the file and the
+ * file offset of `host`; *valid the bytes from `host` to the range's end. */
+bool tm_host_range_find(const void *host, const tm_model_file **file, uint64_t *offset, size_t *valid);
+
+/* True when some host range is recorded (the copy hooks' fast path). */
+static inline bool tm_host_ranges_any(void)
+{
+    extern int tm_host_range_count;
+    return __atomic_load_n(&tm_host_range_count, __ATOMIC_RELAXED) != 0;
+}
+
+/* Parses the model header of an open file descriptor with the real pread (never moving
+ * its offset). NULL when it is not a model file or the header is bad (one line said so). */
+tm_model_file *tm_model_file_load(int fd, const char *path);
+
+#endif /* TM_PRELOAD_MODEL_FILES_H */
