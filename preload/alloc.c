@@ -12,6 +12,7 @@
 #include "preload/heat.h"
 #include "preload/log.h"
 #include "preload/managed.h"
+#include "preload/migrate.h"
 #include "preload/stats.h"
 
 /* Buffer ids of chunked allocations: above anything a driver hands out. */
@@ -246,8 +247,10 @@ void tm_free_chunked(tm_alloc *a, tm_wait wait, CUstream stream)
         tm_forget(a);
         return;
     }
+    tm_migrate_lock(); /* none of its chunks is mid-migration */
     charge_plan(&a->backing->plan, -1);
     tm_backing_destroy(a->backing);
+    tm_migrate_unlock();
     tm_stats_record_remove(a->stats_slot);
     tm_heat_alloc_detach(a);
     tm_stat_sub(tiered_count, 1);
@@ -395,6 +398,8 @@ void tm_forget_all_in_child(void)
     tm_range **taken = tm_registry_take(every, NULL, &count);
     for (size_t i = 0; i < count; i++) {
         tm_alloc *a = (tm_alloc *)taken[i];
+        if (a->backing)
+            free(a->backing->tier);
         free(a->backing);
         tm_heat_alloc_detach(a);
         free(a);

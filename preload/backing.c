@@ -154,5 +154,6 @@ void tm_backing_destroy(tm_backing *b)
     } else {
         vmm_undo(b, b->plan.chunks);
     }
+    free(b->tier);
     free(b);
 }

@@ -26,6 +26,8 @@ typedef struct tm_backing {
     tm_plan plan;              /* the tier of every chunk */
     bool pinned_host;          /* pinned host memory, not VMM handles */
     void *host;                /* pinned_host: the host mapping (bytes long) */
+    uint8_t *tier;             /* [plan.chunks] the tier of each chunk once one migrated
+                                * (plan.per_tier stays true, its runs do not); else NULL */
     CUmemGenericAllocationHandle handle[]; /* VMM: [plan.chunks], one per chunk */
 } tm_backing;
 

@@ -4,6 +4,7 @@
  * not track (host memory). */
 #include "preload/alloc.h"
 #include "preload/hook.h"
+#include "preload/submit_gate.h"
 #include "preload/managed.h"
 
 static CUresult filled(CUresult result, CUdeviceptr dst)
@@ -25,48 +26,48 @@ static CUresult maybe_filled(CUresult result, CUdeviceptr dst, CUdeviceptr src)
 CUresult CUDAAPI cuMemcpyHtoD_v2(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount)
 {
     TM_HOOK_ENTER(cuMemcpyHtoD_v2);
-    return filled(tm_real.cuMemcpyHtoD_v2(dstDevice, srcHost, ByteCount), dstDevice);
+    return filled(TM_GATED(tm_real.cuMemcpyHtoD_v2(dstDevice, srcHost, ByteCount)), dstDevice);
 }
 
 CUresult CUDAAPI cuMemcpyHtoD_v2_ptds(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount)
 {
     TM_HOOK_ENTER(cuMemcpyHtoD_v2_ptds);
-    return filled(tm_real.cuMemcpyHtoD_v2_ptds(dstDevice, srcHost, ByteCount), dstDevice);
+    return filled(TM_GATED(tm_real.cuMemcpyHtoD_v2_ptds(dstDevice, srcHost, ByteCount)), dstDevice);
 }
 
 CUresult CUDAAPI cuMemcpyHtoDAsync_v2(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount, CUstream hStream)
 {
     TM_HOOK_ENTER(cuMemcpyHtoDAsync_v2);
-    return filled(tm_real.cuMemcpyHtoDAsync_v2(dstDevice, srcHost, ByteCount, hStream), dstDevice);
+    return filled(TM_GATED(tm_real.cuMemcpyHtoDAsync_v2(dstDevice, srcHost, ByteCount, hStream)), dstDevice);
 }
 
 CUresult CUDAAPI cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount,
                                            CUstream hStream)
 {
     TM_HOOK_ENTER(cuMemcpyHtoDAsync_v2_ptsz);
-    return filled(tm_real.cuMemcpyHtoDAsync_v2_ptsz(dstDevice, srcHost, ByteCount, hStream), dstDevice);
+    return filled(TM_GATED(tm_real.cuMemcpyHtoDAsync_v2_ptsz(dstDevice, srcHost, ByteCount, hStream)), dstDevice);
 }
 
 CUresult CUDAAPI cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount)
 {
     TM_HOOK_ENTER(cuMemcpy);
-    return maybe_filled(tm_real.cuMemcpy(dst, src, ByteCount), dst, src);
+    return maybe_filled(TM_GATED(tm_real.cuMemcpy(dst, src, ByteCount)), dst, src);
 }
 
 CUresult CUDAAPI cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount)
 {
     TM_HOOK_ENTER(cuMemcpy_ptds);
-    return maybe_filled(tm_real.cuMemcpy_ptds(dst, src, ByteCount), dst, src);
+    return maybe_filled(TM_GATED(tm_real.cuMemcpy_ptds(dst, src, ByteCount)), dst, src);
 }
 
 CUresult CUDAAPI cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream)
 {
     TM_HOOK_ENTER(cuMemcpyAsync);
-    return maybe_filled(tm_real.cuMemcpyAsync(dst, src, ByteCount, hStream), dst, src);
+    return maybe_filled(TM_GATED(tm_real.cuMemcpyAsync(dst, src, ByteCount, hStream)), dst, src);
 }
 
 CUresult CUDAAPI cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream)
 {
     TM_HOOK_ENTER(cuMemcpyAsync_ptsz);
-    return maybe_filled(tm_real.cuMemcpyAsync_ptsz(dst, src, ByteCount, hStream), dst, src);
+    return maybe_filled(TM_GATED(tm_real.cuMemcpyAsync_ptsz(dst, src, ByteCount, hStream)), dst, src);
 }

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# libtiermem.so exports exactly the hooked driver symbols of preload/hooks.def and dlsym
-# in glibc's two versions; every hook names a symbol the driver has.
+# libtiermem.so exports exactly the hooked driver symbols of preload/hooks.def, dlsym
+# in glibc's two versions and tiermem_migrate; every hook names a symbol the driver has.
 source "$(dirname "$0")/../lib/tap.sh"
 source "$(dirname "$0")/preload_lib.sh"
 
 hooks=$(grep -oE '^HOOK\(cu[A-Za-z0-9_]+' "$TM_ROOT/preload/hooks.def" | sed 's/HOOK(//' | sort)
 exported=$(nm -D --defined-only "$LIBTIERMEM" | awk '$2 != "A" { print $3 }' | sed 's/@.*//' | sort)
-check_eq "the exported functions are the hooks and dlsym" "$exported" "$(printf '%s\ndlsym\ndlsym\n' "$hooks" | sort)"
+check_eq "the exported functions are the hooks, dlsym and tiermem_migrate" "$exported" \
+  "$(printf '%s\ndlsym\ndlsym\ntiermem_migrate\n' "$hooks" | sort)"
 check "dlsym is exported as dlsym@@GLIBC_2.34" grep -q ' dlsym@@GLIBC_2.34$' <<<"$(nm -D --defined-only "$LIBTIERMEM")"
 check "dlsym is exported as dlsym@GLIBC_2.2.5" grep -q ' dlsym@GLIBC_2.2.5$' <<<"$(nm -D --defined-only "$LIBTIERMEM")"
 driver=$(nm -D --defined-only "$B/lib/simcuda/libcuda.so.1" | awk '{ print $3 }')
