@@ -3,6 +3,7 @@
 #   make            build everything into build/ (libraries in build/lib, programs in build/bin)
 #   make test       build and run every test; the last line is "N passed, N failed"
 #   make bench      run the benchmarks (ratios measured side by side in one run)
+#   make bench-serve  tiermem-llm serve under multi-turn chat users, HBM-only KV against tiered
 #   make demo       the headline: a model larger than device memory, run under the interposer
 #   make deps       install the Debian packages the build needs (as root), else print the command
 #   make install    PREFIX=/usr/local DESTDIR=

@@ -1,4 +1,5 @@
 /* cli.c — tiermem-llm: the command line, and the order things happen in a run. */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -12,6 +13,7 @@
 #include "engine/gguf.h"
 #include "engine/model.h"
 #include "engine/model_config.h"
+#include "engine/serve.h"
 #include "engine/tokenizer.h"
 
 #define PREFILL_CHUNK 128       /* prompt tokens per prefill pass */
@@ -28,12 +30,15 @@ typedef struct cli_options {
     uint64_t seed;
     int32_t kv_dtype;
     bool verbose;
+    bool serve;                 /* tiermem-llm serve */
+    serve_options so;
 } cli_options;
 
 static void usage(FILE *f)
 {
     fprintf(f,
         "usage: tiermem-llm -m MODEL.gguf (-p PROMPT | --prompts-file F) [options]\n"
+        "       tiermem-llm serve -m MODEL.gguf [--host ADDR] [--port N] [options]\n"
         "  -n N                      tokens to generate per prompt (default 64)\n"
         "  --temp T                  temperature; 0 is greedy (default 0)\n"
         "  --top-k K                 sample among the K most likely (default 40; 0: all)\n"
@@ -50,7 +55,15 @@ static void usage(FILE *f)
         "  --threads N               CPU threads of the host kernels (simcuda)\n"
         "  --dump-logits FILE        write every step's logits: \"step seq logit0 logit1 ...\"\n"
         "  --driver PATH             CUDA driver library (default libcuda.so.1)\n"
-        "  -v                        more detail on stderr (device, ids)\n");
+        "  -v                        more detail on stderr (device, ids)\n"
+        "serve (an OpenAI-compatible server; the model and KV options above apply):\n"
+        "  --host ADDR               numeric address to listen on (default 127.0.0.1: this machine only)\n"
+        "  --port N                  TCP port (default 8080; 0: any free port, printed)\n"
+        "  --api-key KEY             require \"Authorization: Bearer KEY\" on /v1/ endpoints\n"
+        "  --max-batch N             sequences decoded together (default 64)\n"
+        "  --max-queue N             requests waiting for the batch; more get 429 (default 256)\n"
+        "  --prefill-chunk N         prompt tokens prefilled per step (default 128)\n"
+        "  --grace S                 seconds in-flight requests get after SIGTERM (default 30)\n");
 }
 
 static int parse_long(const char *opt, const char *s, long long lo, long long hi, long long *out)
@@ -82,18 +95,32 @@ static int parse_double(const char *opt, const char *s, double lo, double hi, do
 static int parse_args(int argc, char **argv, cli_options *o)
 {
     *o = (cli_options){.n_predict = 64, .top_k = 40, .block_size = 16, .temperature = 0.0f, .top_p = 0.95f,
-                       .gpu_util = 0.9, .seed = 1, .kv_dtype = TM_KV_FP8_E4M3};
-    enum { O_TEMP = 256, O_TOPK, O_TOPP, O_SEED, O_KVD, O_BS, O_CTX, O_PF, O_THR, O_DUMP, O_DRV, O_KVB, O_UTIL };
+                       .gpu_util = 0.9, .seed = 1, .kv_dtype = TM_KV_FP8_E4M3,
+                       .so = {.host = "127.0.0.1", .port = 8080, .max_batch = 64, .max_queue = 256,
+                              .prefill_chunk = 128, .grace_seconds = 30}};
+    if (argc > 1 && !strcmp(argv[1], "serve")) {
+        o->serve = true;
+        argv[1] = argv[0];
+        argc--;
+        argv++;
+    }
+    enum { O_TEMP = 256, O_TOPK, O_TOPP, O_SEED, O_KVD, O_BS, O_CTX, O_PF, O_THR, O_DUMP, O_DRV, O_KVB, O_UTIL,
+           O_HOST, O_PORT, O_KEY, O_BATCH, O_QUEUE, O_CHUNK, O_GRACE };
     static const struct option opts[] = {
         {"model", 1, 0, 'm'}, {"prompt", 1, 0, 'p'}, {"temp", 1, 0, O_TEMP}, {"top-k", 1, 0, O_TOPK},
         {"top-p", 1, 0, O_TOPP}, {"seed", 1, 0, O_SEED}, {"kv-dtype", 1, 0, O_KVD}, {"block-size", 1, 0, O_BS},
         {"ctx", 1, 0, O_CTX}, {"prompts-file", 1, 0, O_PF}, {"threads", 1, 0, O_THR},
         {"dump-logits", 1, 0, O_DUMP}, {"driver", 1, 0, O_DRV}, {"kv-blocks", 1, 0, O_KVB},
-        {"gpu-memory-utilization", 1, 0, O_UTIL}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+        {"gpu-memory-utilization", 1, 0, O_UTIL}, {"host", 1, 0, O_HOST}, {"port", 1, 0, O_PORT},
+        {"api-key", 1, 0, O_KEY}, {"max-batch", 1, 0, O_BATCH}, {"max-queue", 1, 0, O_QUEUE},
+        {"prefill-chunk", 1, 0, O_CHUNK}, {"grace", 1, 0, O_GRACE}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     int c;
     long long v;
     double d;
+    const char *serve_only = NULL; /* a serve option given to a one-shot run */
     while ((c = getopt_long(argc, argv, "m:p:n:vh", opts, NULL)) != -1) {
+        for (const struct option *op = opts; c >= O_HOST && c <= O_GRACE && !o->serve && op->name; op++)
+            if (op->val == c) serve_only = op->name;
         switch (c) {
         case 'm': o->model_path = optarg; break;
         case 'p': o->prompt = optarg; break;
@@ -120,6 +147,16 @@ static int parse_args(int argc, char **argv, cli_options *o)
             if (parse_double("--gpu-memory-utilization", optarg, 0.001, 1, &o->gpu_util)) return -1;
             o->gpu_util_given = true;
             break;
+        case O_HOST: o->so.host = optarg; break;
+        case O_PORT: if (parse_long("--port", optarg, 0, 65535, &v)) return -1; o->so.port = (int32_t)v; break;
+        case O_KEY: o->so.api_key = optarg; break;
+        case O_BATCH: if (parse_long("--max-batch", optarg, 1, 4096, &v)) return -1; o->so.max_batch = (int32_t)v; break;
+        case O_QUEUE: if (parse_long("--max-queue", optarg, 1, 1 << 20, &v)) return -1; o->so.max_queue = (int32_t)v; break;
+        case O_CHUNK:
+            if (parse_long("--prefill-chunk", optarg, 1, 1 << 16, &v)) return -1;
+            o->so.prefill_chunk = (int32_t)v;
+            break;
+        case O_GRACE: if (parse_double("--grace", optarg, 0, 86400, &o->so.grace_seconds)) return -1; break;
         case 'h': usage(stdout); exit(0);
         default: usage(stderr); return -1;
         }
@@ -127,6 +164,29 @@ static int parse_args(int argc, char **argv, cli_options *o)
     if (optind != argc) {
         fprintf(stderr, "error: unexpected argument '%s'\n", argv[optind]);
         return -1;
+    }
+    if (serve_only) {
+        fprintf(stderr, "error: --%s is an option of 'tiermem-llm serve'\n", serve_only);
+        return -1;
+    }
+    if (o->serve) {
+        if (!o->model_path || o->prompt || o->prompts_file) {
+            fprintf(stderr, "error: serve takes -m MODEL and no -p or --prompts-file (prompts come over HTTP)\n");
+            return -1;
+        }
+        struct in6_addr addr;
+        if (inet_pton(AF_INET, o->so.host, &addr) != 1 && inet_pton(AF_INET6, o->so.host, &addr) != 1) {
+            fprintf(stderr, "error: --host expects a numeric IPv4 or IPv6 address, got '%s'\n", o->so.host);
+            return -1;
+        }
+        if (o->so.api_key && !*o->so.api_key) {
+            fprintf(stderr, "error: --api-key must not be empty\n");
+            return -1;
+        }
+        const char *slash = strrchr(o->model_path, '/');
+        o->so.model_name = slash ? slash + 1 : o->model_path;
+        o->so.verbose = o->verbose;
+        return 0;
     }
     if (!o->model_path || (!o->prompt == !o->prompts_file)) {
         fprintf(stderr, "error: give -m MODEL and exactly one of -p PROMPT or --prompts-file FILE\n");
@@ -192,7 +252,9 @@ int main(int argc, char **argv)
     int rc = 1;
     bool model_loaded = false, driver_open = false;
 
-    if (o.prompts_file) {
+    if (o.serve) {
+        n_prompts = 0;
+    } else if (o.prompts_file) {
         if (read_prompts(o.prompts_file, &prompts, &n_prompts)) return 1;
     } else {
         prompts = malloc(sizeof *prompts);
@@ -209,7 +271,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "error: %s: %s\n", o.model_path, err);
         goto out;
     }
-    if (generate_tokenize(&tok, prompts, n_prompts, &ids, &n_ids, err, sizeof err)) {
+    if (!o.serve && generate_tokenize(&tok, prompts, n_prompts, &ids, &n_ids, err, sizeof err)) {
         fprintf(stderr, "error: %s\n", err);
         goto out;
     }
@@ -257,10 +319,11 @@ int main(int argc, char **argv)
 
     int32_t max_tokens = longest < PREFILL_CHUNK ? longest : PREFILL_CHUNK;
     if (max_tokens < n_prompts) max_tokens = n_prompts;
+    if (o.serve) max_tokens = o.so.prefill_chunk > o.so.max_batch ? o.so.prefill_chunk : o.so.max_batch;
     if (max_tokens < CALIBRATION_TOKENS) max_tokens = CALIBRATION_TOKENS;
     /* llama.cpp sizes to n_ctx: a pool from free memory holds what the sequences can use, unless a
-     * share of free memory was asked for */
-    int64_t run_blocks = o.gpu_util_given ? 0 : (int64_t)n_prompts * tm_kv_blocks_for(ctx, o.block_size);
+     * share of free memory was asked for; the server sizes from free memory, as vLLM does */
+    int64_t run_blocks = o.gpu_util_given || o.serve ? 0 : (int64_t)n_prompts * tm_kv_blocks_for(ctx, o.block_size);
     model_options mopt = {max_tokens, ctx, {o.kv_dtype, o.block_size, o.kv_blocks, o.gpu_util, 0, run_blocks}};
     m.cfg = cfg;
     if (model_load(&m, &drv, &f, &mopt)) {
@@ -294,6 +357,10 @@ int main(int argc, char **argv)
                         m.kv.scales[l].v);
     }
 
+    if (o.serve) {
+        rc = serve_run(&m, &tok, &f, &o.so);
+        goto out;
+    }
     generate_options gopt = {prompts, n_prompts, o.n_predict, o.temperature, o.top_k, o.top_p, o.seed,
                              n_prompts == 1, o.verbose, dump};
     generate_stats st;

@@ -1,6 +1,9 @@
 /* generate.c — prefill, batched decode, streaming, and the per-run statistics. */
+#include "engine/device_timer.h"
 #include "engine/error.h"
 #include "engine/generate.h"
+#include "engine/step.h"
+#include "engine/text.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -38,13 +41,10 @@ int generate_tokenize(const tokenizer *tok, char **prompts, int32_t n_prompts, i
  * One sequence's state */
 
 typedef struct sequence {
-    kv_sequence kv;
+    step_seq st;            /* prompt, KV blocks, the id fed next */
     int32_t *out;           /* [n_predict] generated ids */
     int32_t n_out;
-    int32_t last;           /* the id to feed next (the prompt's last at first) */
-    bool done;
-    char *text;             /* generated text (for printing under the prompt) */
-    size_t text_len, text_cap;
+    tm_text text;           /* generated text (for printing under the prompt) */
 } sequence;
 
 static int append_piece(sequence *s, const tokenizer *tok, int32_t prev, int32_t id, bool stream)
@@ -55,17 +55,7 @@ static int append_piece(sequence *s, const tokenizer *tok, int32_t prev, int32_t
         fwrite(piece, 1, n, stdout);
         fflush(stdout);
     }
-    if (s->text_len + n + 1 > s->text_cap) {
-        size_t cap = (s->text_cap ? s->text_cap * 2 : 256) + n;
-        char *t = realloc(s->text, cap);
-        if (!t) return -1;
-        s->text = t;
-        s->text_cap = cap;
-    }
-    memcpy(s->text + s->text_len, piece, n);
-    s->text_len += n;
-    s->text[s->text_len] = 0;
-    return 0;
+    return tm_text_append(&s->text, piece, n);
 }
 
 static void dump_logits(FILE *f, int step, int seq, const float *logits, int32_t n)
@@ -80,58 +70,18 @@ static void dump_logits(FILE *f, int step, int seq, const float *logits, int32_t
 static int take_token(sequence *s, const tokenizer *tok, const generate_options *opt, int32_t id)
 {
     if (id == tok->eos_id) {
-        s->done = true;
+        s->st.done = true;
         return 0;
     }
-    if (append_piece(s, tok, s->last, id, opt->stream)) return -1;
+    if (append_piece(s, tok, s->st.next, id, opt->stream)) return -1;
     s->out[s->n_out++] = id;
-    s->last = id;
-    if (s->n_out >= opt->n_predict) s->done = true;
+    s->st.next = id;
+    if (s->n_out >= opt->n_predict) s->st.done = true;
     return 0;
 }
 
 /* ----------------------------------------------------------------------------
- * Device time: CUDA events around a phase, like any GPU program times its work (on
- * simcuda the events carry simulated time). A failing event call only turns them off. */
-
-typedef struct device_timer {
-    const tm_driver *drv;
-    CUevent start, end;
-    bool ok;
-} device_timer;
-
-static void timer_open(device_timer *t, const tm_driver *drv)
-{
-    t->drv = drv;
-    t->start = t->end = NULL;
-    t->ok = drv->cuEventCreate(&t->start, CU_EVENT_DEFAULT) == CUDA_SUCCESS &&
-            drv->cuEventCreate(&t->end, CU_EVENT_DEFAULT) == CUDA_SUCCESS;
-}
-
-static void timer_start(device_timer *t)
-{
-    if (t->ok) t->ok = t->drv->cuEventRecord(t->start, NULL) == CUDA_SUCCESS;
-}
-
-/* Milliseconds since timer_start on the device's clock (the host waits for the end). */
-static double timer_stop(device_timer *t)
-{
-    float ms = 0;
-    if (t->ok)
-        t->ok = t->drv->cuEventRecord(t->end, NULL) == CUDA_SUCCESS &&
-                t->drv->cuEventSynchronize(t->end) == CUDA_SUCCESS &&
-                t->drv->cuEventElapsedTime(&ms, t->start, t->end) == CUDA_SUCCESS;
-    return t->ok ? (double)ms : 0.0;
-}
-
-static void timer_close(device_timer *t)
-{
-    if (t->start) t->drv->cuEventDestroy(t->start);
-    if (t->end) t->drv->cuEventDestroy(t->end);
-}
-
-/* ----------------------------------------------------------------------------
- * The run */
+ * The run: the first step prefills every prompt in full, the next ones decode */
 
 /* One look at the first logits: weights holding NaN or Inf would otherwise run to the end
  * and print whatever token the sampler makes of them. */
@@ -148,78 +98,66 @@ int generate_run(tm_model *m, const tokenizer *tok, const generate_options *opt,
     memset(stats, 0, sizeof *stats);
     int32_t n = opt->n_prompts, vocab = m->cfg.vocab;
     sequence *seqs = calloc((size_t)n, sizeof *seqs);
-    kv_sequence **batch = calloc((size_t)n, sizeof *batch);
-    int *batch_ids = calloc((size_t)n, sizeof *batch_ids);
-    int32_t *batch_tokens = calloc((size_t)n, sizeof *batch_tokens);
-    float *logits = malloc((size_t)n * vocab * sizeof *logits);
+    step_seq **all = calloc((size_t)n, sizeof *all);
+    step_output so = {0};
     sampler smp = {0};
     device_timer timer;
-    timer_open(&timer, m->drv);
+    device_timer_open(&timer, m->drv);
     int rc = -1;
-    if (!seqs || !batch || !batch_ids || !batch_tokens || !logits ||
+    if (!seqs || !all || step_output_init(&so, n, vocab) ||
         sampler_init(&smp, vocab, opt->temperature, opt->top_k, opt->top_p, opt->seed)) {
         tm_fail(m->err, sizeof m->err, "out of host memory");
         goto out;
     }
     for (int32_t i = 0; i < n; i++) {
         seqs[i].out = calloc((size_t)opt->n_predict + 1, sizeof *seqs[i].out);
-        if (!seqs[i].out || kv_sequence_init(&seqs[i].kv, m->max_positions, m->kv.layout.block_size)) {
+        if (!seqs[i].out || step_seq_init(&seqs[i].st, m, prompt_ids[i], n_prompt_ids[i], i)) {
             tm_fail(m->err, sizeof m->err, "out of host memory");
             goto out;
         }
-        seqs[i].done = opt->n_predict == 0;
-        seqs[i].last = prompt_ids[i][n_prompt_ids[i] - 1];
+        seqs[i].st.done = opt->n_predict == 0;
+        all[i] = &seqs[i].st;
     }
     if (opt->stream && n == 1) {
         fputs(opt->prompts[0], stdout);
         fflush(stdout);
     }
 
-    /* prefill each prompt; its last logits give the first token */
     double t0 = now();
-    timer_start(&timer);
-    for (int32_t i = 0; i < n; i++) {
-        if (model_prefill(m, &seqs[i].kv, i, prompt_ids[i], n_prompt_ids[i], logits)) goto out;
-        if (i == 0 && !all_finite(logits, vocab)) {
-            tm_fail(m->err, sizeof m->err, "the model produced NaN or Inf logits for the first prompt (are its "
-                    "weights finite?)");
-            goto out;
-        }
-        stats->prompt_tokens += n_prompt_ids[i];
-        dump_logits(opt->dump_logits, 0, i, logits, vocab);
-        if (!seqs[i].done && take_token(&seqs[i], tok, opt, sampler_pick(&smp, logits))) goto out;
-    }
-    stats->prefill_seconds = now() - t0;
-    stats->prefill_device_ms = timer_stop(&timer);
-
-    /* decode: one step feeds every unfinished sequence's last token */
-    t0 = now();
-    timer_start(&timer);
-    for (int step = 1;; step++) {
-        int32_t active = 0;
+    device_timer_start(&timer);
+    for (int step = 0;; step++) {
+        bool active = step == 0;
         for (int32_t i = 0; i < n; i++) {
-            if (seqs[i].done) {
-                kv_sequence_release(&m->kv, &seqs[i].kv); /* its blocks serve the others */
-                continue;
-            }
-            batch[active] = &seqs[i].kv;
-            batch_ids[active] = i;
-            batch_tokens[active++] = seqs[i].last;
+            if (seqs[i].st.done) kv_sequence_release(&m->kv, &seqs[i].st.kv); /* its blocks serve the others */
+            else active = true;
         }
-        if (active == 0) break;
-        if (model_decode(m, batch, batch_ids, batch_tokens, active, logits)) goto out;
-        stats->decode_steps++;
-        for (int32_t a = 0; a < active; a++) {
-            sequence *s = &seqs[batch_ids[a]];
-            const float *row = logits + (size_t)a * vocab;
-            dump_logits(opt->dump_logits, step, batch_ids[a], row, vocab);
+        if (!active) break;
+        if (step_run(m, all, n, INT32_MAX, &so)) goto out;
+        if (step > 0) stats->decode_steps++;
+        for (int32_t r = 0; r < so.n; r++) {
+            sequence *s = &seqs[so.seqs[r]->id];
+            const float *row = so.logits + (size_t)r * vocab;
+            dump_logits(opt->dump_logits, step, so.seqs[r]->id, row, vocab);
+            if (step == 0 && so.seqs[r]->id == 0 && !all_finite(row, vocab)) {
+                tm_fail(m->err, sizeof m->err, "the model produced NaN or Inf logits for the first prompt (are its "
+                        "weights finite?)");
+                goto out;
+            }
+            if (s->st.done) continue;
             int32_t before = s->n_out;
             if (take_token(s, tok, opt, sampler_pick(&smp, row))) goto out;
-            stats->decode_tokens += s->n_out - before;
+            if (!so.from_prefill[r]) stats->decode_tokens += s->n_out - before;
+        }
+        stats->prompt_tokens += so.prefill_tokens;
+        if (step == 0) {
+            stats->prefill_seconds = now() - t0;
+            stats->prefill_device_ms = device_timer_stop(&timer);
+            t0 = now();
+            device_timer_start(&timer);
         }
     }
     stats->decode_seconds = now() - t0;
-    stats->decode_device_ms = timer_stop(&timer);
+    stats->decode_device_ms = device_timer_stop(&timer);
     stats->device_times = timer.ok;
 
     for (int32_t i = 0; i < n; i++) {
@@ -227,7 +165,7 @@ int generate_run(tm_model *m, const tokenizer *tok, const generate_options *opt,
         if (opt->stream && n == 1) {
             fputc('\n', stdout);
         } else {
-            printf("--- prompt %d/%d ---\n%s%s\n", i + 1, n, opt->prompts[i], seqs[i].text ? seqs[i].text : "");
+            printf("--- prompt %d/%d ---\n%s%s\n", i + 1, n, opt->prompts[i], seqs[i].text.data ? seqs[i].text.data : "");
         }
         if (opt->verbose) {
             fprintf(stderr, "tiermem-llm: seq %d prompt ids:", i);
@@ -241,17 +179,14 @@ int generate_run(tm_model *m, const tokenizer *tok, const generate_options *opt,
     rc = 0;
 out:
     for (int32_t i = 0; seqs && i < n; i++) {
-        kv_sequence_release(&m->kv, &seqs[i].kv);
-        kv_sequence_free(&seqs[i].kv);
+        step_seq_free(&seqs[i].st, &m->kv);
         free(seqs[i].out);
-        free(seqs[i].text);
+        tm_text_free(&seqs[i].text);
     }
     sampler_free(&smp);
-    timer_close(&timer);
+    device_timer_close(&timer);
+    step_output_free(&so);
     free(seqs);
-    free(batch);
-    free(batch_ids);
-    free(batch_tokens);
-    free(logits);
+    free(all);
     return rc;
 }

@@ -1,6 +1,7 @@
 /* kv_cache.c — sizing the paged KV pool and handing out its blocks. */
 #include "engine/error.h"
 #include "engine/kv_cache.h"
+#include "engine/kv_prefix.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -91,6 +92,7 @@ int kv_cache_init(kv_cache *kv, const tm_driver *drv, int32_t n_layers, int32_t 
 
 void kv_cache_free(kv_cache *kv, const tm_driver *drv)
 {
+    kv_prefix_disable(kv);
     for (int32_t l = 0; kv->k_pools && l < kv->layout.n_layers; l++) {
         if (kv->k_pools[l]) drv->cuMemFree(kv->k_pools[l]);
         if (kv->v_pools[l]) drv->cuMemFree(kv->v_pools[l]);
@@ -127,12 +129,13 @@ int kv_sequence_grow(kv_cache *kv, kv_sequence *s, int32_t new_len, int seq_id, 
         return tm_fail(err, errlen, "sequence %d: position %d is past the context of %d tokens", seq_id, new_len - 1,
                     s->max_blocks * kv->layout.block_size);
     while (s->n_blocks < need) {
-        if (kv->n_free == 0)
+        if (kv->n_free == 0 && kv_prefix_evict(kv) != 0)
             return tm_fail(err, errlen, "KV cache full: sequence %d needs a block for position %d, and all %" PRId64
                         " blocks of %d tokens are in use (raise --kv-blocks or --gpu-memory-utilization, or "
                         "shorten -n/--ctx)", seq_id, s->n_blocks * kv->layout.block_size, kv->layout.n_blocks,
                         kv->layout.block_size);
         s->block_table[s->n_blocks++] = kv->free_blocks[--kv->n_free];
+        kv_prefix_hold_new(kv, s->block_table[s->n_blocks - 1]);
     }
     s->len = new_len;
     return 0;
@@ -140,6 +143,9 @@ int kv_sequence_grow(kv_cache *kv, kv_sequence *s, int32_t new_len, int seq_id, 
 
 void kv_sequence_release(kv_cache *kv, kv_sequence *s)
 {
-    while (s->n_blocks > 0) kv->free_blocks[kv->n_free++] = s->block_table[--s->n_blocks];
+    while (s->n_blocks > 0) {
+        int32_t b = s->block_table[--s->n_blocks];
+        if (!kv_prefix_drop(kv, b)) kv->free_blocks[kv->n_free++] = b;
+    }
     s->len = 0;
 }

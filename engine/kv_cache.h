@@ -26,6 +26,7 @@ typedef struct kv_cache {
     size_t free_before;             /* cuMemGetInfo free when the pool was sized */
     double utilization;             /* fraction of free_before used (0 with --kv-blocks) */
     bool capped;                    /* the pool is what the run can use, less than free memory allows */
+    struct kv_prefix *prefix;       /* the prefix cache (engine/kv_prefix.h), NULL when off */
 } kv_cache;
 
 typedef struct kv_sequence {
@@ -54,9 +55,10 @@ void kv_cache_free(kv_cache *kv, const tm_driver *drv);
 
 int kv_sequence_init(kv_sequence *s, int32_t max_positions, int32_t block_size);
 void kv_sequence_free(kv_sequence *s);
-/* Makes room for positions [0, new_len): takes blocks from the pool as needed. */
+/* Makes room for positions [0, new_len): takes blocks from the pool as needed (with the
+ * prefix cache on, an idle cached block is evicted when none is free). */
 int kv_sequence_grow(kv_cache *kv, kv_sequence *s, int32_t new_len, int seq_id, char *err, size_t errlen);
-/* Returns the sequence's blocks to the pool. */
+/* Returns the sequence's blocks to the pool (a cached block stays cached, idle). */
 void kv_sequence_release(kv_cache *kv, kv_sequence *s);
 
 #endif /* TM_ENGINE_KV_CACHE_H */

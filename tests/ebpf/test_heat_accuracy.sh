@@ -69,8 +69,8 @@ coolest_weight=$(awk '{ print $3 }' <<<"$layers"$'\n'"$output" | sort -g | head 
 echo "# launch heat: token_embd $embd_launch, coolest weight $coolest_weight"
 check "launch heat puts token_embd at least 10 times below every weight" \
   at_least "$coolest_weight" "$(awk -v e="$embd_launch" 'BEGIN { print e * 10 }')"
-check "the collector used under 1% of one core" \
-  awk '/collector CPU/ { gsub(/[(%]/, "", $9); exit !($9 < 1.0) }' "$T/heat.err"
+# The collector's CPU share is a benchmark (make bench: bench-heat), not a check here.
+grep 'collector CPU' "$T/heat.err" | sed 's/^/# /'
 
 # --- the eBPF launch attribution alone, against the touch probes' truth of the first run
 cp "$T/truth.txt" "$T/truth1.txt"

@@ -1,5 +1,5 @@
 /* test_kv_sampler.c — block bookkeeping of the paged KV cache (tables, reuse, a full
- * pool, context limits) and the sampler (greedy ties and NaN, top-k, top-p, seeds). */
+ * pool, context limits, the prefix cache's sharing and LRU eviction) and the sampler (greedy ties and NaN, top-k, top-p, seeds). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "engine/kv_cache.h"
+#include "engine/kv_prefix.h"
 #include "engine/sampler.h"
 
 /* A pool of n blocks without device memory: only the block bookkeeping. */
@@ -75,6 +76,60 @@ static void test_pool_full(void **state)
     free(kv.free_blocks);
 }
 
+/* Two requests sharing 2 full blocks of prefix: the second gets them from the cache, never
+ * the partial block nor the last token; finished requests' blocks stay until evicted,
+ * least recently used first. */
+static void test_prefix_cache(void **state)
+{
+    (void)state;
+    char err[256];
+    kv_cache kv = host_pool(6, 4);
+    assert_int_equal(kv_prefix_enable(&kv), 0);
+    int32_t a_ids[10] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, b_ids[9] = {1, 2, 3, 4, 5, 6, 7, 8, 42};
+    kv_sequence a, b, c;
+    assert_int_equal(kv_sequence_init(&a, 64, 4), 0);
+    assert_int_equal(kv_sequence_init(&b, 64, 4), 0);
+    assert_int_equal(kv_sequence_init(&c, 64, 4), 0);
+    assert_int_equal(kv_prefix_match(&kv, &a, a_ids, 10), 0); /* empty cache */
+    assert_int_equal(kv_sequence_grow(&kv, &a, 10, 0, err, sizeof err), 0); /* 3 blocks */
+    kv_prefix_publish(&kv, &a, a_ids, 10);
+    kv_prefix_stats st;
+    kv_prefix_get_stats(&kv, &st);
+    assert_int_equal(st.cached, 2); /* the partial third block is not named */
+    assert_int_equal(kv_prefix_match(&kv, &b, b_ids, 9), 8);
+    assert_int_equal(b.len, 8);
+    assert_int_equal(b.block_table[0], a.block_table[0]);
+    assert_int_equal(b.block_table[1], a.block_table[1]);
+    assert_int_equal(kv_sequence_grow(&kv, &b, 9, 1, err, sizeof err), 0);
+    assert_int_not_equal(b.block_table[2], a.block_table[2]);
+    /* the same 8 tokens alone: one block, the second must compute token 8's logits */
+    assert_int_equal(kv_prefix_match(&kv, &c, b_ids, 8), 4);
+    kv_sequence_release(&kv, &c);
+    kv_sequence_release(&kv, &a);
+    kv_prefix_get_stats(&kv, &st);
+    assert_int_equal(st.idle, 0); /* b still holds both cached blocks */
+    kv_sequence_release(&kv, &b);
+    kv_prefix_get_stats(&kv, &st);
+    assert_int_equal(st.idle, 2);
+    assert_int_equal(kv_prefix_available(&kv), 6);
+    /* a pool-wide sequence evicts both, and later lookups miss */
+    assert_int_equal(kv_sequence_grow(&kv, &c, 24, 2, err, sizeof err), 0);
+    kv_prefix_get_stats(&kv, &st);
+    assert_int_equal(st.cached, 0);
+    assert_int_equal(st.evictions, 2);
+    assert_int_equal(kv_sequence_grow(&kv, &c, 25, 2, err, sizeof err), -1);
+    kv_sequence_release(&kv, &c);
+    assert_int_equal(kv_prefix_match(&kv, &a, a_ids, 10), 0);
+    kv_prefix_get_stats(&kv, &st);
+    assert_int_equal(st.hit_tokens, 12);
+    assert_int_equal(st.query_tokens, 37);
+    kv_sequence_free(&a);
+    kv_sequence_free(&b);
+    kv_sequence_free(&c);
+    kv_prefix_disable(&kv);
+    free(kv.free_blocks);
+}
+
 static void test_dtype_names(void **state)
 {
     (void)state;
@@ -128,6 +183,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_block_tables),
         cmocka_unit_test(test_pool_full),
+        cmocka_unit_test(test_prefix_cache),
         cmocka_unit_test(test_dtype_names),
         cmocka_unit_test(test_greedy),
         cmocka_unit_test(test_sampling),

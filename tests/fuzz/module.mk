@@ -18,7 +18,8 @@ FUZZ_ENGINE    := engine/error.c engine/gguf.c engine/tokenizer.c engine/tokeniz
 
 FUZZ_gguf_SRCS  := tests/fuzz/fuzz_gguf.c $(FUZZ_ENGINE)
 FUZZ_model_SRCS := tests/fuzz/fuzz_model.c $(FUZZ_ENGINE) engine/weights.c engine/model.c engine/kv_cache.c
-FUZZ_stats_SRCS := tests/fuzz/fuzz_stats.c tools/tiermem-stat/stats_read.c
+FUZZ_stats_SRCS := tests/fuzz/fuzz_stats.c tools/tiermem-stat/stats_read.c tools/tiermem-stat/heat_view.c \
+                   policy/heat.c
 FUZZ_gguf_CORPUS  := tests/fuzz/corpus
 FUZZ_model_CORPUS := tests/fuzz/corpus
 FUZZ_stats_CORPUS := tests/fuzz/corpus-stats

@@ -349,7 +349,9 @@ SIM_EXPORT CUresult cuFuncGetParamInfo(CUfunction handle, size_t index, size_t *
     if (!function)
         result = CUDA_ERROR_INVALID_HANDLE;
     else if (!function->params)
-        result = sim_not_supported("cuFuncGetParamInfo for a kernel without SIMCUDA_KERNEL_PARAMS");
+        /* A module that publishes no layout (ABI 1, or SIMCUDA_KERNEL_PARAMS left out): the
+         * answer an older driver gives, quietly, since callers probe and fall back. */
+        result = CUDA_ERROR_NOT_SUPPORTED;
     else if (index >= function->params->count)
         result = CUDA_ERROR_INVALID_VALUE;
     else {

@@ -1,16 +1,19 @@
 /* tiermem-stat — prints the stats region of a process running under libtiermem.so.
  *
- *   tiermem-stat [--json] [--heat] [--watch] [--interval SECONDS] [--count N] PID|PATH
+ *   tiermem-stat [--json|--prometheus] [--heat] [--watch] [--interval SECONDS] [--count N] PID|PATH
+ *   tiermem-stat --serve [HOST:]PORT PID|PATH
  *   tiermem-stat --gc
  *
  * PID reads /dev/shm/tiermem.PID; a PATH reads a region kept with TIERMEM_STATS=PATH.
  * The table shows each tier (limit, bytes in use, peak, chunks), the allocation counts,
  * every chunked or managed allocation (address, size, chunks per tier, how it was asked
  * for, its heat and class) and the calls per hooked driver function. --json prints the
- * same as one JSON object, with the heat of every chunk; --heat lists allocations hottest
- * first. --watch reprints every interval (default 1 s) until the process exits;
- * --count stops after N prints. A PID's region must belong to the user the process runs
- * as. --gc removes the regions of processes that are gone (killed before they could).
+ * same as one JSON object, with the heat of every chunk; --prometheus prints it in the
+ * Prometheus text format, and --serve ADDR serves that at http://ADDR/metrics until
+ * SIGTERM (prometheus.c). --heat lists allocations hottest first. --watch reprints every
+ * interval (default 1 s) until the process exits; --count stops after N prints. A PID's
+ * region must belong to the user the process runs as. --gc removes the regions of
+ * processes that are gone (killed before they could).
  * Exit status: 0, 1 bad arguments, 2 no readable region. */
 #include <errno.h>
 #include <getopt.h>
@@ -23,6 +26,7 @@
 
 #include "policy/units.h"
 #include "tools/tiermem-stat/gc.h"
+#include "tools/tiermem-stat/prometheus.h"
 #include "tools/tiermem-stat/stats_read.h"
 
 static const char *path_name(uint32_t path)
@@ -221,7 +225,8 @@ static void print_json(const tm_stats_snapshot *s, const char *path, const size_
 
 static void usage(FILE *to)
 {
-    fprintf(to, "usage: tiermem-stat [--json] [--heat] [--watch] [--interval SECONDS] [--count N] PID|PATH\n"
+    fprintf(to, "usage: tiermem-stat [--json|--prometheus] [--heat] [--watch] [--interval SECONDS] [--count N] PID|PATH\n"
+                "       tiermem-stat --serve [HOST:]PORT PID|PATH\n"
                 "       tiermem-stat --gc\n");
 }
 
@@ -241,9 +246,11 @@ int main(int argc, char **argv)
         { "json", no_argument, NULL, 'j' },     { "watch", no_argument, NULL, 'w' },
         { "interval", required_argument, NULL, 'i' }, { "count", required_argument, NULL, 'n' },
         { "heat", no_argument, NULL, 'H' },     { "gc", no_argument, NULL, 'g' },
+        { "prometheus", no_argument, NULL, 'P' }, { "serve", required_argument, NULL, 'S' },
         { "help", no_argument, NULL, 'h' },     { NULL, 0, NULL, 0 },
     };
-    bool json = false, watch = false, gc = false, by_heat = false;
+    bool json = false, watch = false, gc = false, by_heat = false, prometheus = false;
+    const char *serve = NULL;
     double interval = 1.0;
     long count = -1;
     for (int c; (c = getopt_long(argc, argv, "jwi:n:h", options, NULL)) != -1;) {
@@ -252,6 +259,8 @@ int main(int argc, char **argv)
         case 'j': json = true; break;
         case 'w': watch = true; break;
         case 'H': by_heat = true; break;
+        case 'P': prometheus = true; break;
+        case 'S': serve = optarg; break;
         case 'i':
             interval = strtod(optarg, &end);
             if (*end || !(interval > 0 && interval <= 3600)) {
@@ -287,6 +296,8 @@ int main(int argc, char **argv)
     }
     else
         snprintf(path, sizeof path, "%s", argv[optind]);
+    if (serve)
+        return tm_stats_serve(serve, path);
     if (!watch && count < 0)
         count = 1;
 
@@ -312,9 +323,11 @@ int main(int argc, char **argv)
             order[i] = i;
         if (by_heat)
             tm_heat_view_order(snapshot.heat, snapshot.record_count, order);
-        if (watch && !json)
+        if (watch && !json && !prometheus)
             printf("\033[H\033[2J");
-        if (json)
+        if (prometheus)
+            tm_stats_print_prometheus(&snapshot, stdout);
+        else if (json)
             print_json(&snapshot, path, order);
         else
             print_table(&snapshot, path, order);

@@ -1,10 +1,10 @@
 # tools/tiermem-stat — prints the stats region of a process under libtiermem.so.
 TIERMEM_STAT_OBJS := $(O)/obj/tools/tiermem-stat/main.o $(O)/obj/tools/tiermem-stat/stats_read.o \
                      $(O)/obj/tools/tiermem-stat/gc.o $(O)/obj/tools/tiermem-stat/heat_view.o \
-                     $(O)/obj/policy/units.o $(O)/obj/policy/heat.o
+                     $(O)/obj/tools/tiermem-stat/prometheus.o $(O)/obj/policy/units.o $(O)/obj/policy/heat.o
 BINS += $(O)/bin/tiermem-stat
 INSTALL_FILES += $(O)/bin/tiermem-stat:bin/tiermem-stat
 
 $(O)/bin/tiermem-stat: $(TIERMEM_STAT_OBJS)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) $^ -o $@
+	$(CC) $(LDFLAGS) $^ -lmicrohttpd -o $@
