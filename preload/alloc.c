@@ -400,6 +400,8 @@ void tm_forget_all_in_child(void)
         tm_alloc *a = (tm_alloc *)taken[i];
         if (a->backing)
             free(a->backing->tier);
+        if (a->backing)
+            free(a->backing->moved);
         free(a->backing);
         tm_heat_alloc_detach(a);
         free(a);

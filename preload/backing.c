@@ -155,5 +155,6 @@ void tm_backing_destroy(tm_backing *b)
         vmm_undo(b, b->plan.chunks);
     }
     free(b->tier);
+    free(b->moved);
     free(b);
 }

@@ -28,6 +28,8 @@ typedef struct tm_backing {
     void *host;                /* pinned_host: the host mapping (bytes long) */
     uint8_t *tier;             /* [plan.chunks] the tier of each chunk once one migrated
                                 * (plan.per_tier stays true, its runs do not); else NULL */
+    uint32_t *moved;           /* [plan.chunks] with `tier`: the rebalance pass that last moved
+                                * each chunk (migrate.h), 0 for never */
     CUmemGenericAllocationHandle handle[]; /* VMM: [plan.chunks], one per chunk */
 } tm_backing;
 

@@ -89,6 +89,13 @@ void tm_chunk_pool_fill(tm_device *device, tm_tier_id tier, int count)
     }
 }
 
+void tm_chunk_pool_forget_in_child(void)
+{
+    pthread_mutex_init(&pool_lock, NULL);
+    for (int t = 0; t < TM_TIER_COUNT; t++)
+        pool[t].count = 0;
+}
+
 void tm_chunk_pool_drain(void)
 {
     pthread_mutex_lock(&pool_lock);

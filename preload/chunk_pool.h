@@ -27,6 +27,9 @@ void tm_chunk_pool_give(tm_device *device, tm_tier_id tier, CUmemGenericAllocati
  * permitting. */
 void tm_chunk_pool_fill(tm_device *device, tm_tier_id tier, int count);
 
+/* A fork child: the pooled chunks are the parent's. */
+void tm_chunk_pool_forget_in_child(void);
+
 /* Releases every pooled chunk (at exit, or when a tier needs its room back). */
 void tm_chunk_pool_drain(void);
 

@@ -14,6 +14,7 @@
 #include "preload/submit_gate.h"
 
 static pthread_mutex_t migrate_mutex = PTHREAD_MUTEX_INITIALIZER;
+uint32_t tm_migrate_pass = 1;
 
 /* Guarded by migrate_mutex. */
 static CUcontext stream_ctx;    /* the context `stream` belongs to */
@@ -127,6 +128,10 @@ static void settle(tm_device *d, tm_alloc *a, uint64_t first, uint64_t count, tm
     for (uint64_t i = first; i < first + count; i++) {
         tm_tier_id from = (tm_tier_id)b->tier[i];
         tm_chunk_pool_give(d, from, b->handle[i]);
+        uint32_t pass = __atomic_load_n(&tm_migrate_pass, __ATOMIC_RELAXED);
+        if (b->moved[i] && pass - b->moved[i] < TM_MIGRATE_PING_PONG)
+            tm_stat_add(ping_pongs, 1);
+        b->moved[i] = pass;
         b->handle[i] = fresh[i - first];
         b->tier[i] = (uint8_t)to;
         b->plan.per_tier[from]--;
@@ -188,9 +193,13 @@ static CUresult move_chunks(tm_device *d, tm_alloc *a, uint64_t first, uint64_t 
 {
     tm_backing *b = a->backing;
     if (!b->tier) {
-        b->tier = malloc(b->plan.chunks);
-        if (!b->tier)
+        b->moved = calloc(b->plan.chunks, sizeof *b->moved);
+        b->tier = b->moved ? malloc(b->plan.chunks) : NULL;
+        if (!b->tier) {
+            free(b->moved);
+            b->moved = NULL;
             return CUDA_ERROR_OUT_OF_MEMORY;
+        }
         for (uint64_t i = 0; i < b->plan.chunks; i++)
             b->tier[i] = (uint8_t)tm_plan_chunk_tier(&b->plan, i);
     }
@@ -233,6 +242,15 @@ CUresult tm_migrate_range(CUdeviceptr address, uint64_t bytes, tm_tier_id to)
     }
     tm_migrate_unlock();
     return r;
+}
+
+void tm_migrate_forget_in_child(void)
+{
+    pthread_mutex_init(&migrate_mutex, NULL);
+    stream = NULL;
+    stream_ctx = NULL;
+    staging = 0;
+    tm_chunk_pool_forget_in_child();
 }
 
 void tm_migrate_shutdown(void)

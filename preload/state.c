@@ -11,6 +11,7 @@
 #include "preload/heat.h"
 #include "preload/log.h"
 #include "preload/migrate.h"
+#include "preload/rebalancer.h"
 #include "preload/registry.h"
 #include "preload/stats.h"
 #include "preload/submit_gate.h"
@@ -49,6 +50,8 @@ static void after_fork_in_child(void)
     tm_stats_forget_in_child();
     tm_device_forget_in_child();
     tm_gate_reinit_in_child();
+    tm_migrate_forget_in_child();
+    tm_rebalancer_forget_in_child();
 }
 
 /* ---------------------------------------------------------------- start-up */
@@ -112,6 +115,7 @@ static void at_exit(void)
 {
     if (exit_pid != getpid())
         return; /* a fork child that never allocated: the parent's memory is not its own */
+    tm_rebalancer_stop();
     tm_release_all_at_exit();
     tm_migrate_shutdown();
     log_exit_summary();
