@@ -87,6 +87,8 @@ static bool parse_meminfo(const char *value, tm_config *config)
         config->meminfo = TM_MEMINFO_PHYSICAL;
     else if (strcasecmp(value, "virtual") == 0)
         config->meminfo = TM_MEMINFO_VIRTUAL;
+    else if (strcasecmp(value, "available") == 0)
+        config->meminfo = TM_MEMINFO_AVAILABLE;
     else
         return false;
     return true;
@@ -175,7 +177,7 @@ static const variable variables[] = {
     { "TIERMEM_RULES", parse_rules,
       "comma-separated MATCH=TIER rules, MATCH being size>=N or size<N with N a size, TIER one "
       "of hbm, cxl, ddr (e.g. size>=1G=cxl,size<4M=hbm)" },
-    { "TIERMEM_MEMINFO", parse_meminfo, "physical or virtual" },
+    { "TIERMEM_MEMINFO", parse_meminfo, "available, physical or virtual" },
     { "TIERMEM_LOG", parse_log, "error, warn, info or debug" },
     { "TIERMEM_LOG_FILE", parse_log_file, "a file path" },
     { "TIERMEM_STATS", parse_stats, "off or a file path" },
@@ -197,7 +199,7 @@ void tm_config_defaults(tm_config *config)
     config->migrate_rate = TM_DEFAULT_MIGRATE_RATE;
     config->order = tm_default_tier_order;
     config->policy = TM_POLICY_SIZE;
-    config->meminfo = TM_MEMINFO_PHYSICAL;
+    config->meminfo = TM_MEMINFO_AVAILABLE;
     config->log_level = TM_LOG_WARN;
     strcpy(config->driver, TM_DEFAULT_DRIVER);
     config->heat = TM_HEAT_SOURCE_AUTO;
@@ -270,7 +272,7 @@ const char *tm_log_level_name(tm_log_level level)
 
 const char *tm_meminfo_view_name(tm_meminfo_view view)
 {
-    return view == TM_MEMINFO_VIRTUAL ? "virtual" : "physical";
+    return view == TM_MEMINFO_VIRTUAL ? "virtual" : view == TM_MEMINFO_AVAILABLE ? "available" : "physical";
 }
 
 const char *tm_heat_source_name(tm_heat_source source)

@@ -157,6 +157,7 @@ void tm_device_tiers_now(const tm_device *d, tm_tiers *tiers)
     *tiers = d->tiers;
     for (int t = 0; t < TM_TIER_COUNT; t++)
         tiers->tier[t].used = tm_stats_tier_used((tm_tier_id)t);
+    tiers->hbm_chunked = __atomic_load_n(&tm_stats->tier[TM_TIER_HBM].chunks, __ATOMIC_RELAXED) * d->policy.chunk_size;
 }
 
 /* ---------------------------------------------------------------- fork */

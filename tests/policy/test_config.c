@@ -137,7 +137,7 @@ static void test_defaults(void **state)
     assert_int_equal(c.policy, TM_POLICY_SIZE);
     assert_true(c.migrate_rate == 4ull << 30);
     assert_int_equal(c.rules.count, 0);
-    assert_int_equal(c.meminfo, TM_MEMINFO_PHYSICAL);
+    assert_int_equal(c.meminfo, TM_MEMINFO_AVAILABLE);
     assert_int_equal(c.log_level, TM_LOG_WARN);
     assert_string_equal(c.log_file, "");
     assert_false(c.stats_off);
@@ -251,7 +251,7 @@ static const bad_case bad_cases[] = {
     { "TIERMEM_RULES", "size<=4M=hbm", "MATCH=TIER" },
     { "TIERMEM_RULES", "name=blk.*=cxl", "MATCH=TIER" },
     { "TIERMEM_RULES", "size>=1G=cxl,", "MATCH=TIER" },
-    { "TIERMEM_MEMINFO", "both", "physical or virtual" },
+    { "TIERMEM_MEMINFO", "both", "available, physical or virtual" },
     { "TIERMEM_LOG", "verbose", "error, warn, info or debug" },
     { "TIERMEM_HEAT", "auto", "launch, ebpf or off" },
     { "TIERMEM_HEAT", "perf", "launch, ebpf or off" },
