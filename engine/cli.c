@@ -19,6 +19,9 @@
 #define PREFILL_CHUNK 128       /* prompt tokens per prefill pass */
 #define CALIBRATION_TOKENS 16   /* one matvec-sized pass */
 #define ABSURD_CONTEXT (1 << 24) /* a context_length beyond this is warned about */
+#define SERVE_FALLBACK_CONTEXT 4096 /* the server's context when the file's is absurd */
+#define TM_STR_(x) #x
+#define TM_XSTR(x) TM_STR_(x)
 
 typedef struct cli_options {
     const char *model_path, *prompt, *prompts_file, *dump_logits, *driver;
@@ -277,7 +280,8 @@ int main(int argc, char **argv)
     }
     if (cfg.ctx_train > ABSURD_CONTEXT)
         fprintf(stderr, "warning: %s: llama.context_length %d is beyond any trained model's; the context is sized "
-                "from the prompt and -n\n", o.model_path, cfg.ctx_train);
+                "%s\n", o.model_path, cfg.ctx_train,
+                o.serve ? "at " TM_XSTR(SERVE_FALLBACK_CONTEXT) " positions (or --ctx)" : "from the prompt and -n");
     /* what depends on the context is sized for this run: the longest prompt and -n (or --ctx) */
     int32_t limit = o.ctx ? o.ctx : cfg.ctx_train, longest = 0, ctx = o.ctx;
     for (int32_t i = 0; i < n_prompts; i++) {
@@ -291,6 +295,8 @@ int main(int argc, char **argv)
         if (n_ids[i] > longest) longest = n_ids[i];
         if (!o.ctx && need > ctx) ctx = (int32_t)need;
     }
+    /* the server takes requests of any length the model allows (an absurd one: a fallback) */
+    if (o.serve && !o.ctx) ctx = cfg.ctx_train > ABSURD_CONTEXT ? SERVE_FALLBACK_CONTEXT : cfg.ctx_train;
     /* the fp8 calibration text runs as one sequence of its own */
     if (!o.ctx && ctx < CALIBRATION_TOKENS) ctx = limit < CALIBRATION_TOKENS ? limit : CALIBRATION_TOKENS;
     if (o.dump_logits && !(dump = fopen(o.dump_logits, "w"))) {

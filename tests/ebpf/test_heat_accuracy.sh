@@ -2,13 +2,18 @@
 # Heat against ground truth: the engine on a generated llama model (32000-word vocabulary,
 # untied output) under libtiermem.so, watched by tiermem-heat. simcuda's touch probes give
 # the exact bytes per chunk: token_embd must be in the coldest class and output.weight and
-# the layer weights hot. The `launch` source (in the process) must put token_embd in the
-# coldest class too, far below every weight. Spearman's rank correlation of the two views
-# is printed: every weight is read whole each step, so the truth ties them and what is
-# left to rank is the launch source's sampling noise.
+# the layer weights hot. The eBPF launch attribution (uprobes on cuLaunchKernel, no touch
+# probes: what a real driver allows) must find the same split, and so must the in-process
+# `launch` source for token_embd (cold, far below every weight). Spearman's rank
+# correlation of each with the touch probes is printed, not asserted: every weight is read
+# whole each step, so the truth ties them, and what is left to rank depends on how many
+# tokens fit in a heat interval (a launch reaches an estimated 16 bytes per thread, so the
+# KV pools' share grows with the token rate) and, in-process, on sampling 1 launch in N:
+# a loaded machine changes both.
 source "$(dirname "$0")/../lib/tap.sh"
 source "$(dirname "$0")/heat_lib.sh"
 need_ebpf
+[ "${SAN:-0}" != 1 ] || skip_all "heat against ground truth" "under the sanitizers the engine runs some 20 times slower, too few tokens per heat interval to compare sources (test_heat_degrade runs the same code under them)"
 
 "$MKMODEL" -o "$T/m.gguf" --vocab 32000 --dim 256 --layers 2 --heads 4 --kv-heads 4 --ffn 512 --ctx 1600 \
   --seed 5 >"$T/mk.log" 2>&1
@@ -88,7 +93,8 @@ sed 's/^/# size usdt_heat ebpf_heat usdt_class ebpf_class kernel: /' "$T/pairs.t
 check "the allocations of both runs pair up ($n2)" test "$n2" -ge 16
 rho2=$(spearman "$T/pairs.txt")
 echo "# Spearman(ebpf launch attribution, touch probes) over $n2 allocations: $rho2"
-check "eBPF launch attribution and touch-probe rankings agree (Spearman $rho2 >= 0.9)" at_least "$rho2" 0.9
+check_eq "every matrix is hot by eBPF launch attribution" \
+  "$(awk '$6 ~ /^tm_mat(vec|mul)_f32$/ { print $5 }' "$T/pairs.txt" | sort -u)" hot
 check_eq "token_embd is cold by eBPF launch attribution" \
   "$(awk '$6 == "tm_embed_f32" { print $5 }' "$T/pairs.txt")" cold
 

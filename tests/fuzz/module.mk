@@ -17,7 +17,8 @@ FUZZ_ENGINE    := engine/error.c engine/gguf.c engine/tokenizer.c engine/tokeniz
                   engine/tokenizer_bpe.c engine/model_config.c
 
 FUZZ_gguf_SRCS  := tests/fuzz/fuzz_gguf.c $(FUZZ_ENGINE)
-FUZZ_model_SRCS := tests/fuzz/fuzz_model.c $(FUZZ_ENGINE) engine/weights.c engine/model.c engine/kv_cache.c
+FUZZ_model_SRCS := tests/fuzz/fuzz_model.c $(FUZZ_ENGINE) engine/weights.c engine/model.c engine/kv_cache.c \
+                   engine/kv_prefix.c
 FUZZ_stats_SRCS := tests/fuzz/fuzz_stats.c tools/tiermem-stat/stats_read.c tools/tiermem-stat/heat_view.c \
                    policy/heat.c
 FUZZ_gguf_CORPUS  := tests/fuzz/corpus

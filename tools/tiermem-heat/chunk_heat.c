@@ -60,6 +60,17 @@ uint64_t tm_chunk_table_tick(const tm_chunk_table *t, uint64_t now_ns)
     return tm_heat_tick(&t->clock, now_ns);
 }
 
+/* A chunk is measured against the bytes of it an allocation holds (policy/heat.h). */
+static bool overlap_into(chunk_entry *c, const known_alloc *k)
+{
+    if (c->address + CHUNK <= k->address || c->address >= k->address + k->size)
+        return false;
+    uint64_t from = k->address > c->address ? k->address : c->address;
+    uint64_t to = k->address + k->size < c->address + CHUNK ? k->address + k->size : c->address + CHUNK;
+    c->bytes = to - from;
+    return true;
+}
+
 static chunk_entry *chunk_get(tm_chunk_table *t, uint64_t address, bool create)
 {
     chunk_entry *c;
@@ -71,14 +82,9 @@ static chunk_entry *chunk_get(tm_chunk_table *t, uint64_t address, bool create)
         return NULL;
     c->address = address;
     c->bytes = CHUNK;
-    for (known_alloc *k = t->known; k; k = k->hh.next) {
-        if (address + CHUNK <= k->address || address >= k->address + k->size)
-            continue;
-        uint64_t from = k->address > address ? k->address : address;
-        uint64_t to = k->address + k->size < address + CHUNK ? k->address + k->size : address + CHUNK;
-        c->bytes = to - from;
-        break;
-    }
+    for (known_alloc *k = t->known; k; k = k->hh.next)
+        if (overlap_into(c, k))
+            break;
     HASH_ADD(hh, t->chunks, address, sizeof c->address, c);
     return c;
 }
@@ -137,6 +143,12 @@ void tm_chunk_table_known(tm_chunk_table *t, uint64_t address, uint64_t size, tm
     k->size = size;
     k->from = from;
     HASH_ADD(hh, t->known, address, sizeof k->address, k);
+    /* chunks touched before their allocation was known were measured against all 2 MiB */
+    for (uint64_t a = address & ~(CHUNK - 1); a < address + size; a += CHUNK) {
+        chunk_entry *c = chunk_get(t, a, false);
+        if (c && c->bytes == CHUNK)
+            overlap_into(c, k);
+    }
 }
 
 void tm_chunk_table_record(const tm_chunk_table *t, FILE *out, uint64_t ms, uint64_t tick)
