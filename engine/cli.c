@@ -14,12 +14,14 @@
 #include "engine/model.h"
 #include "engine/model_config.h"
 #include "engine/serve.h"
+#include "engine/chat_cmd.h"
+#include "engine/tokenize_cmd.h"
 #include "engine/tokenizer.h"
 
 #define PREFILL_CHUNK 128       /* prompt tokens per prefill pass */
 #define CALIBRATION_TOKENS 16   /* one matvec-sized pass */
 #define ABSURD_CONTEXT (1 << 24) /* a context_length beyond this is warned about */
-#define SERVE_FALLBACK_CONTEXT 4096 /* the server's context when the file's is absurd */
+#define SERVE_FALLBACK_CONTEXT 4096 /* the server's and a chat's context when the file's is absurd */
 #define TM_STR_(x) #x
 #define TM_XSTR(x) TM_STR_(x)
 
@@ -35,6 +37,9 @@ typedef struct cli_options {
     bool verbose;
     bool serve;                 /* tiermem-llm serve */
     serve_options so;
+    bool tokenize, no_bos;  /* --tokenize: print the prompt's ids and stop */
+    bool chat;              /* --chat: a conversation in the model's chat template */
+    const char *force_ids;  /* --force-ids: teacher forcing */
 } cli_options;
 
 static void usage(FILE *f)
@@ -42,6 +47,8 @@ static void usage(FILE *f)
     fprintf(f,
         "usage: tiermem-llm -m MODEL.gguf (-p PROMPT | --prompts-file F) [options]\n"
         "       tiermem-llm serve -m MODEL.gguf [--host ADDR] [--port N] [options]\n"
+        "       tiermem-llm --tokenize -m MODEL.gguf -p TEXT [--no-bos]   (token ids, one line)\n"
+        "       tiermem-llm --chat -m MODEL.gguf [-p MESSAGE] [options]   (turns from stdin, or one)\n"
         "  -n N                      tokens to generate per prompt (default 64)\n"
         "  --temp T                  temperature; 0 is greedy (default 0)\n"
         "  --top-k K                 sample among the K most likely (default 40; 0: all)\n"
@@ -57,6 +64,7 @@ static void usage(FILE *f)
         "  --prompts-file F          one prompt per line, run as concurrent sequences\n"
         "  --threads N               CPU threads of the host kernels (simcuda)\n"
         "  --dump-logits FILE        write every step's logits: \"step seq logit0 logit1 ...\"\n"
+        "  --force-ids \"I J ...\"     teacher forcing: take these tokens instead of the sampled ones\n"
         "  --driver PATH             CUDA driver library (default libcuda.so.1)\n"
         "  -v                        more detail on stderr (device, ids)\n"
         "serve (an OpenAI-compatible server; the model and KV options above apply):\n"
@@ -108,7 +116,7 @@ static int parse_args(int argc, char **argv, cli_options *o)
         argv++;
     }
     enum { O_TEMP = 256, O_TOPK, O_TOPP, O_SEED, O_KVD, O_BS, O_CTX, O_PF, O_THR, O_DUMP, O_DRV, O_KVB, O_UTIL,
-           O_HOST, O_PORT, O_KEY, O_BATCH, O_QUEUE, O_CHUNK, O_GRACE };
+           O_HOST, O_PORT, O_KEY, O_BATCH, O_QUEUE, O_CHUNK, O_GRACE, O_TOK, O_NOBOS, O_CHAT, O_FORCE };
     static const struct option opts[] = {
         {"model", 1, 0, 'm'}, {"prompt", 1, 0, 'p'}, {"temp", 1, 0, O_TEMP}, {"top-k", 1, 0, O_TOPK},
         {"top-p", 1, 0, O_TOPP}, {"seed", 1, 0, O_SEED}, {"kv-dtype", 1, 0, O_KVD}, {"block-size", 1, 0, O_BS},
@@ -116,7 +124,8 @@ static int parse_args(int argc, char **argv, cli_options *o)
         {"dump-logits", 1, 0, O_DUMP}, {"driver", 1, 0, O_DRV}, {"kv-blocks", 1, 0, O_KVB},
         {"gpu-memory-utilization", 1, 0, O_UTIL}, {"host", 1, 0, O_HOST}, {"port", 1, 0, O_PORT},
         {"api-key", 1, 0, O_KEY}, {"max-batch", 1, 0, O_BATCH}, {"max-queue", 1, 0, O_QUEUE},
-        {"prefill-chunk", 1, 0, O_CHUNK}, {"grace", 1, 0, O_GRACE}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+        {"prefill-chunk", 1, 0, O_CHUNK}, {"grace", 1, 0, O_GRACE}, {"tokenize", 0, 0, O_TOK}, {"no-bos", 0, 0, O_NOBOS},
+        {"chat", 0, 0, O_CHAT}, {"force-ids", 1, 0, O_FORCE}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     int c;
     long long v;
     double d;
@@ -160,6 +169,10 @@ static int parse_args(int argc, char **argv, cli_options *o)
             o->so.prefill_chunk = (int32_t)v;
             break;
         case O_GRACE: if (parse_double("--grace", optarg, 0, 86400, &o->so.grace_seconds)) return -1; break;
+        case O_TOK: o->tokenize = true; break;
+        case O_NOBOS: o->no_bos = true; break;
+        case O_CHAT: o->chat = true; break;
+        case O_FORCE: o->force_ids = optarg; break;
         case 'h': usage(stdout); exit(0);
         default: usage(stderr); return -1;
         }
@@ -191,7 +204,15 @@ static int parse_args(int argc, char **argv, cli_options *o)
         o->so.verbose = o->verbose;
         return 0;
     }
-    if (!o->model_path || (!o->prompt == !o->prompts_file)) {
+    if (o->tokenize && (!o->model_path || !o->prompt)) {
+        fprintf(stderr, "error: --tokenize needs -m MODEL and -p TEXT\n");
+        return -1;
+    }
+    if (o->chat && (!o->model_path || o->prompts_file)) {
+        fprintf(stderr, "error: --chat needs -m MODEL, and takes -p MESSAGE but not --prompts-file\n");
+        return -1;
+    }
+    if (!o->model_path || (!o->chat && !o->prompt == !o->prompts_file)) {
         fprintf(stderr, "error: give -m MODEL and exactly one of -p PROMPT or --prompts-file FILE\n");
         usage(stderr);
         return -1;
@@ -242,6 +263,7 @@ int main(int argc, char **argv)
 {
     cli_options o;
     if (parse_args(argc, argv, &o)) return 2;
+    if (o.tokenize) return tokenize_cmd(o.model_path, o.prompt, !o.no_bos);
 
     char **prompts = NULL;
     int32_t n_prompts = 1, **ids = NULL, *n_ids = NULL;
@@ -261,7 +283,7 @@ int main(int argc, char **argv)
         if (read_prompts(o.prompts_file, &prompts, &n_prompts)) return 1;
     } else {
         prompts = malloc(sizeof *prompts);
-        if (!prompts || !(prompts[0] = strdup(o.prompt))) return 1;
+        if (!prompts || !(prompts[0] = strdup(o.prompt ? o.prompt : ""))) return 1;
     }
 
     /* the file: everything about it is checked before the device is touched */
@@ -281,7 +303,8 @@ int main(int argc, char **argv)
     if (cfg.ctx_train > ABSURD_CONTEXT)
         fprintf(stderr, "warning: %s: llama.context_length %d is beyond any trained model's; the context is sized "
                 "%s\n", o.model_path, cfg.ctx_train,
-                o.serve ? "at " TM_XSTR(SERVE_FALLBACK_CONTEXT) " positions (or --ctx)" : "from the prompt and -n");
+                o.serve || o.chat ? "at " TM_XSTR(SERVE_FALLBACK_CONTEXT) " positions (or --ctx)"
+                                  : "from the prompt and -n");
     /* what depends on the context is sized for this run: the longest prompt and -n (or --ctx) */
     int32_t limit = o.ctx ? o.ctx : cfg.ctx_train, longest = 0, ctx = o.ctx;
     for (int32_t i = 0; i < n_prompts; i++) {
@@ -295,8 +318,8 @@ int main(int argc, char **argv)
         if (n_ids[i] > longest) longest = n_ids[i];
         if (!o.ctx && need > ctx) ctx = (int32_t)need;
     }
-    /* the server takes requests of any length the model allows (an absurd one: a fallback) */
-    if (o.serve && !o.ctx) ctx = cfg.ctx_train > ABSURD_CONTEXT ? SERVE_FALLBACK_CONTEXT : cfg.ctx_train;
+    /* the server and a chat take turns of any length the model allows (an absurd one: a fallback) */
+    if ((o.serve || o.chat) && !o.ctx) ctx = cfg.ctx_train > ABSURD_CONTEXT ? SERVE_FALLBACK_CONTEXT : cfg.ctx_train;
     /* the fp8 calibration text runs as one sequence of its own */
     if (!o.ctx && ctx < CALIBRATION_TOKENS) ctx = limit < CALIBRATION_TOKENS ? limit : CALIBRATION_TOKENS;
     if (o.dump_logits && !(dump = fopen(o.dump_logits, "w"))) {
@@ -320,8 +343,13 @@ int main(int argc, char **argv)
         fprintf(stderr, "error: %s\n", err);
         goto out;
     }
-    if (o.verbose)
+    if (o.verbose) {
         fprintf(stderr, "tiermem-llm: kernels from %s\n", drv.module_path);
+        fprintf(stderr, "tiermem-llm: model: arch=%s layers=%d dim=%d heads=%d kv_heads=%d head_dim=%d ffn=%d "
+                "vocab=%d rope=%s rope_base=%g rope_freqs=%s\n", cfg.arch_name, cfg.n_layers, cfg.dim, cfg.n_heads,
+                cfg.n_kv_heads, cfg.head_dim, cfg.ffn_dim, cfg.vocab, cfg.rope_neox ? "neox" : "normal",
+                cfg.rope_base, gguf_find_tensor(&f, "rope_freqs.weight") ? "yes" : "no");
+    }
 
     int32_t max_tokens = longest < PREFILL_CHUNK ? longest : PREFILL_CHUNK;
     if (max_tokens < n_prompts) max_tokens = n_prompts;
@@ -337,6 +365,11 @@ int main(int argc, char **argv)
         goto out;
     }
     model_loaded = true;
+    if (o.verbose && cfg.n_expert &&
+        !(m.expert_use = calloc((size_t)cfg.n_layers * cfg.n_expert, sizeof *m.expert_use))) {
+        fprintf(stderr, "error: out of host memory\n");
+        goto out;
+    }
     const struct tm_kv_layout *L = &m.kv.layout;
     fprintf(stderr, "tiermem-llm: kv pool: kv_blocks=%" PRId64 " kv_block_size=%d kv_tokens=%" PRId64
             " kv_bytes=%" PRId64 " kv_dtype=%s (", L->n_blocks, L->block_size, L->n_blocks * L->block_size,
@@ -368,9 +401,46 @@ int main(int argc, char **argv)
         goto out;
     }
     generate_options gopt = {prompts, n_prompts, o.n_predict, o.temperature, o.top_k, o.top_p, o.seed,
-                             n_prompts == 1, o.verbose, dump};
+                             n_prompts == 1, o.verbose, dump, NULL, NULL, 0};
+    int32_t *forced = NULL;
+    if (o.force_ids) {
+        char *end;
+        const char *p = o.force_ids;
+        forced = malloc(sizeof *forced * (size_t)(o.n_predict ? o.n_predict : 1));
+        if (!forced) {
+            fprintf(stderr, "error: out of host memory\n");
+            goto out;
+        }
+        while (gopt.n_forced < o.n_predict) {
+            long v = strtol(p, &end, 10);
+            if (end == p) break;
+            if (v < 0 || v >= cfg.vocab) {
+                fprintf(stderr, "error: --force-ids: token %ld is outside the vocabulary (%d)\n", v, cfg.vocab);
+                free(forced);
+                goto out;
+            }
+            forced[gopt.n_forced++] = (int32_t)v;
+            p = end;
+        }
+        gopt.forced = forced;
+    }
+    if (o.chat) {
+        chat_template tpl = chat_template_of(&f);
+        if (o.verbose) fprintf(stderr, "tiermem-llm: chat template: %s\n", chat_template_name(tpl));
+        int crc = chat_cmd(&m, &tok, tpl, o.prompt, stdin, &gopt, ctx);
+        free(forced);
+        if (crc) {
+            fflush(stdout);
+            fprintf(stderr, "\nerror: %s\n", m.err);
+            goto out;
+        }
+        rc = 0;
+        goto out;
+    }
     generate_stats st;
-    if (generate_run(&m, &tok, &gopt, ids, n_ids, &st)) {
+    int grc = generate_run(&m, &tok, &gopt, ids, n_ids, &st);
+    free(forced);
+    if (grc) {
         fflush(stdout);
         fprintf(stderr, "\nerror: %s\n", m.err);
         goto out;
@@ -388,6 +458,12 @@ int main(int argc, char **argv)
                 st.decode_device_ms > 0 ? st.decode_tokens / (st.decode_device_ms / 1e3) : 0.0,
                 st.decode_steps > 0 ? st.decode_device_ms / st.decode_steps : 0.0);
     fputc('\n', stderr);
+    for (int32_t l = 0; m.expert_use && l < cfg.n_layers; l++) { /* -v on a MoE model */
+        fprintf(stderr, "tiermem-llm: expert use: layer %d:", l);
+        for (int32_t e = 0; e < cfg.n_expert; e++)
+            fprintf(stderr, " %" PRId64, m.expert_use[(int64_t)l * cfg.n_expert + e]);
+        fputc('\n', stderr);
+    }
     rc = 0;
 out:
     if (dump && fclose(dump) != 0 && rc == 0) {

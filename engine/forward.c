@@ -3,8 +3,10 @@
  * Per layer: x += Wo · attention(rope(Wq·n(x)), rope(Wk·n(x)), Wv·n(x)), then
  * x += Wdown · (silu(Wgate·n(x)) * Wup·n(x)), with n = RMSNorm. q, k and v of a token
  * share one row of the qkv buffer (q | k | v), so RoPE, the KV append and attention read
- * them in place through strides. Prefill runs one sequence's tokens in chunks with causal
- * attention over its pages; decode runs one token of each of many sequences.
+ * them in place through strides. Qwen 2 adds q/k/v biases and Qwen 3 normalises each q
+ * and k head before RoPE, which turns NEOX pairs for both. Prefill runs one sequence's
+ * tokens in chunks with causal attention over its pages; decode runs one token of each
+ * of many sequences.
  */
 #include "engine/error.h"
 #include "engine/model.h"
@@ -43,12 +45,17 @@ static int op_embed(tm_model *m, int32_t n)
     return launch(m, tm_kernel_for_wtype(TM_K_tm_embed_f32, e->wtype), tm_check_embed(&a, e->wtype), tm_geom_embed(&a), p);
 }
 
-static int op_rmsnorm(tm_model *m, CUdeviceptr out, CUdeviceptr x, CUdeviceptr w, int32_t n_rows)
+static int op_rmsnorm_dim(tm_model *m, CUdeviceptr out, CUdeviceptr x, CUdeviceptr w, int32_t n_rows, int32_t dim)
 {
-    struct tm_args_rmsnorm a = {F32(out), F32(x), F32(w), n_rows, m->cfg.dim, m->cfg.rms_eps};
+    struct tm_args_rmsnorm a = {F32(out), F32(x), F32(w), n_rows, dim, m->cfg.rms_eps};
     void *p[TM_NPARAMS_rmsnorm];
     tm_params_rmsnorm(&a, p);
     return launch(m, TM_K_tm_rmsnorm, tm_check_rmsnorm(&a), tm_geom_rmsnorm(&a), p);
+}
+
+static int op_rmsnorm(tm_model *m, CUdeviceptr out, CUdeviceptr x, CUdeviceptr w, int32_t n_rows)
+{
+    return op_rmsnorm_dim(m, out, x, w, n_rows, m->cfg.dim);
 }
 
 /* out[t][0 .. n_out) = w · x[t], rows out_stride apart; matvec up to TM_MATVEC_MAX_TOKENS. */
@@ -67,7 +74,8 @@ static int op_matmul(tm_model *m, CUdeviceptr out, CUdeviceptr x, const dev_matr
 static int op_rope(tm_model *m, CUdeviceptr x, int32_t n_tokens, int32_t n_heads)
 {
     struct tm_args_rope a = {F32(x), I32(m->s.pos), n_tokens, n_heads, m->cfg.head_dim, m->cfg.rot_dim,
-                             m->qkv_dim, m->cfg.rope_base};
+                             m->qkv_dim, m->cfg.rope_base, m->w.rope_freqs ? F32(m->w.rope_freqs) : NULL,
+                             m->cfg.rope_neox};
     void *p[TM_NPARAMS_rope];
     tm_params_rope(&a, p);
     return launch(m, TM_K_tm_rope, tm_check_rope(&a), tm_geom_rope(&a), p);
@@ -81,13 +89,39 @@ static int op_silu_mul(tm_model *m, int64_t n)
     return launch(m, TM_K_tm_silu_mul, tm_check_silu_mul(&a), tm_geom_elementwise(&a), p);
 }
 
-/* x += xb2 (the residual) */
-static int op_residual(tm_model *m, int64_t n)
+/* out[i] = a[i] + b[i] over n floats */
+static int op_add(tm_model *m, CUdeviceptr out, CUdeviceptr x, CUdeviceptr y, int64_t n)
 {
-    struct tm_args_add a = {F32(m->s.x), F32(m->s.x), F32(m->s.xb2), n};
+    struct tm_args_add a = {F32(out), F32(x), F32(y), n};
     void *p[TM_NPARAMS_add];
     tm_params_add(&a, p);
     return launch(m, TM_K_tm_add, tm_check_add(&a), tm_geom_elementwise(&a), p);
+}
+
+/* x += xb2 (the residual) */
+static int op_residual(tm_model *m, int64_t n)
+{
+    return op_add(m, m->s.x, m->s.x, m->s.xb2, n);
+}
+
+/* Qwen's extras on each token's qkv row, before RoPE: the q, k and v biases (Qwen 2) and
+ * the RMSNorm of each q and k head (Qwen 3). A launch per token and part: rows of the
+ * qkv buffer are qkv_dim apart. */
+static int op_qkv_extras(tm_model *m, const layer_weights *L, int32_t n_tokens)
+{
+    const llama_config *c = &m->cfg;
+    int64_t q_dim = (int64_t)c->n_heads * c->head_dim, kv_dim = (int64_t)c->n_kv_heads * c->head_dim;
+    for (int32_t t = 0; t < n_tokens; t++) {
+        CUdeviceptr q = m->s.qkv + (CUdeviceptr)((int64_t)t * m->qkv_dim * 4);
+        CUdeviceptr k = q + (CUdeviceptr)(q_dim * 4), v = k + (CUdeviceptr)(kv_dim * 4);
+        if (L->bq && (op_add(m, q, q, L->bq, q_dim) || op_add(m, k, k, L->bk, kv_dim) ||
+                      op_add(m, v, v, L->bv, kv_dim)))
+            return -1;
+        if (L->q_norm && (op_rmsnorm_dim(m, q, q, L->q_norm, c->n_heads, c->head_dim) ||
+                          op_rmsnorm_dim(m, k, k, L->k_norm, c->n_kv_heads, c->head_dim)))
+            return -1;
+    }
+    return 0;
 }
 
 static int op_absmax(tm_model *m, CUdeviceptr x, int64_t n)
@@ -175,6 +209,61 @@ static int calibrate_layer(tm_model *m, int32_t layer, int32_t n_tokens)
 }
 
 /* ----------------------------------------------------------------------------
+ * Mixture of experts: route, the chosen experts' gate/up/down, weighted sum into xb2 */
+
+static int op_moe_matvec(tm_model *m, CUdeviceptr out, CUdeviceptr x, const dev_matrix *w, int32_t n_tokens,
+                         int32_t x_per_slot)
+{
+    const llama_config *c = &m->cfg;
+    struct tm_args_moe_matvec a = {F32(out), F32(x), (const void *)(uintptr_t)w->ptr, I32(m->s.moe_ids), n_tokens,
+                                   c->n_expert_used, c->n_expert, w->n_in, w->n_out, x_per_slot};
+    void *p[TM_NPARAMS_moe_matvec];
+    tm_params_moe_matvec(&a, p);
+    return launch(m, tm_kernel_for_wtype(TM_K_tm_moe_matvec_f32, w->wtype), tm_check_moe_matvec(&a, w->wtype),
+                  tm_geom_moe_matvec(&a), p);
+}
+
+/* Counts each layer's routing on the host (-v): the skew that heat sees. */
+static int count_experts(tm_model *m, int32_t layer, int32_t n_tokens)
+{
+    const llama_config *c = &m->cfg;
+    int64_t slots = (int64_t)n_tokens * c->n_expert_used;
+    int32_t ids[16 * TM_MOE_MAX_USED];
+    for (int64_t done = 0; done < slots;) {
+        int64_t k = slots - done < 16 * TM_MOE_MAX_USED ? slots - done : 16 * TM_MOE_MAX_USED;
+        if (download(m, ids, m->s.moe_ids + (CUdeviceptr)(done * 4), (size_t)k * 4, "expert ids")) return -1;
+        for (int64_t i = 0; i < k; i++)
+            if (ids[i] >= 0 && ids[i] < c->n_expert) m->expert_use[(int64_t)layer * c->n_expert + ids[i]]++;
+        done += k;
+    }
+    return 0;
+}
+
+static int op_moe(tm_model *m, const layer_weights *L, int32_t layer, int32_t n)
+{
+    const llama_config *c = &m->cfg;
+    if (op_matmul(m, m->s.moe_logits, m->s.xb, &L->router, n, c->n_expert)) return -1;
+    struct tm_args_moe_route r = {I32(m->s.moe_ids), F32(m->s.moe_w), F32(m->s.moe_logits), n, c->n_expert,
+                                  c->n_expert_used};
+    void *p[TM_NPARAMS_moe_route];
+    tm_params_moe_route(&r, p);
+    if (launch(m, TM_K_tm_moe_route, tm_check_moe_route(&r), tm_geom_moe_route(&r), p)) return -1;
+    if (m->expert_use && !m->calibrating && count_experts(m, layer, n)) return -1;
+    int64_t hidden = (int64_t)n * c->n_expert_used * c->expert_ffn_dim;
+    struct tm_args_silu_mul s = {F32(m->s.moe_hb), F32(m->s.moe_hb), F32(m->s.moe_hb2), hidden};
+    void *ps[TM_NPARAMS_silu_mul];
+    tm_params_silu_mul(&s, ps);
+    struct tm_args_moe_combine cb = {F32(m->s.xb2), F32(m->s.moe_y), F32(m->s.moe_w), n, c->n_expert_used, c->dim};
+    void *pc[TM_NPARAMS_moe_combine];
+    tm_params_moe_combine(&cb, pc);
+    return op_moe_matvec(m, m->s.moe_hb, m->s.xb, &L->gate_exps, n, 0) ||
+           op_moe_matvec(m, m->s.moe_hb2, m->s.xb, &L->up_exps, n, 0) ||
+           launch(m, TM_K_tm_silu_mul, tm_check_silu_mul(&s), tm_geom_elementwise(&s), ps) ||
+           op_moe_matvec(m, m->s.moe_y, m->s.moe_hb, &L->down_exps, n, 1) ||
+           launch(m, TM_K_tm_moe_combine, tm_check_moe_combine(&cb), tm_geom_moe_combine(&cb), pc) ? -1 : 0;
+}
+
+/* ----------------------------------------------------------------------------
  * The layers, for a batch already staged on the device (ids, pos, slots, tables) */
 
 typedef struct batch {
@@ -196,6 +285,7 @@ static int run_layers(tm_model *m, const batch *b)
             op_matmul(m, q, m->s.xb, &L->wq, n, m->qkv_dim) ||
             op_matmul(m, k, m->s.xb, &L->wk, n, m->qkv_dim) ||
             op_matmul(m, v, m->s.xb, &L->wv, n, m->qkv_dim) ||
+            op_qkv_extras(m, L, n) ||
             op_rope(m, q, n, c->n_heads) ||
             op_rope(m, k, n, c->n_kv_heads))
             return -1;
@@ -204,13 +294,15 @@ static int run_layers(tm_model *m, const batch *b)
         if (b->prefill ? op_attn_prefill(m, l, n, b->start_pos) : op_attn_decode(m, l, n)) return -1;
         if (op_matmul(m, m->s.xb2, m->s.att, &L->wo, n, c->dim) ||
             op_residual(m, (int64_t)n * c->dim) ||
-            op_rmsnorm(m, m->s.xb, m->s.x, L->ffn_norm, n) ||
-            op_matmul(m, m->s.hb, m->s.xb, &L->w_gate, n, c->ffn_dim) ||
-            op_matmul(m, m->s.hb2, m->s.xb, &L->w_up, n, c->ffn_dim) ||
-            op_silu_mul(m, (int64_t)n * c->ffn_dim) ||
-            op_matmul(m, m->s.xb2, m->s.hb, &L->w_down, n, c->dim) ||
-            op_residual(m, (int64_t)n * c->dim))
+            op_rmsnorm(m, m->s.xb, m->s.x, L->ffn_norm, n))
             return -1;
+        if (c->n_expert ? op_moe(m, L, l, n)
+                        : op_matmul(m, m->s.hb, m->s.xb, &L->w_gate, n, c->ffn_dim) ||
+                              op_matmul(m, m->s.hb2, m->s.xb, &L->w_up, n, c->ffn_dim) ||
+                              op_silu_mul(m, (int64_t)n * c->ffn_dim) ||
+                              op_matmul(m, m->s.xb2, m->s.hb, &L->w_down, n, c->dim))
+            return -1;
+        if (op_residual(m, (int64_t)n * c->dim)) return -1;
     }
     int32_t rows = n - b->logits_from;
     if (rows <= 0) return 0;

@@ -66,10 +66,12 @@ static void dump_logits(FILE *f, int step, int seq, const float *logits, int32_t
     fputc('\n', f);
 }
 
-/* Records token id for s; returns 0, marking it done at EOS or after n_predict tokens. */
+/* Records token id for s; returns 0, marking it done at EOS, at the end of a chat turn
+ * or after n_predict tokens. */
 static int take_token(sequence *s, const tokenizer *tok, const generate_options *opt, int32_t id)
 {
-    if (id == tok->eos_id) {
+    if (s->n_out < opt->n_forced) id = opt->forced[s->n_out];
+    if (id == tok->eos_id || id == tok->eot_id) {
         s->st.done = true;
         return 0;
     }
@@ -162,6 +164,10 @@ int generate_run(tm_model *m, const tokenizer *tok, const generate_options *opt,
 
     for (int32_t i = 0; i < n; i++) {
         stats->generated_tokens += seqs[i].n_out;
+        if (opt->texts && !(opt->texts[i] = strdup(seqs[i].text.data ? seqs[i].text.data : ""))) {
+            tm_fail(m->err, sizeof m->err, "out of host memory");
+            goto out;
+        }
         if (opt->stream && n == 1) {
             fputc('\n', stdout);
         } else {

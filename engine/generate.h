@@ -22,6 +22,9 @@ typedef struct generate_options {
     bool stream;                /* print tokens as they come (one prompt) */
     bool verbose;               /* ids per sequence on stderr */
     FILE *dump_logits;          /* each step's logits, or NULL */
+    char **texts;               /* [n_prompts] out: each sequence's generated text (malloc'd), or NULL */
+    const int32_t *forced;      /* [n_forced] teacher forcing: these tokens, not the sampled ones, */
+    int32_t n_forced;           /* are taken by every sequence (logits still dumped) */
 } generate_options;
 
 typedef struct generate_stats {

@@ -27,8 +27,15 @@ static int scratch_alloc(tm_model *m)
         {&m->s.block_tables, T * m->max_blocks_per_seq * 4, "block tables"},
         {&m->s.seq_lens, T * 4, "seq_lens"},
         {&m->s.absmax, 4, "absmax"},
+        {&m->s.moe_logits, T * c->n_expert * 4, "moe logits"},
+        {&m->s.moe_ids, T * c->n_expert_used * 4, "moe ids"},
+        {&m->s.moe_w, T * c->n_expert_used * 4, "moe weights"},
+        {&m->s.moe_hb, T * c->n_expert_used * c->expert_ffn_dim * 4, "moe hb"},
+        {&m->s.moe_hb2, T * c->n_expert_used * c->expert_ffn_dim * 4, "moe hb2"},
+        {&m->s.moe_y, T * c->n_expert_used * c->dim * 4, "moe y"},
     };
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) {
+        if (bufs[i].bytes == 0) continue; /* the MoE buffers of a dense model */
         CUresult rc = m->drv->cuMemAlloc(bufs[i].p, (size_t)bufs[i].bytes);
         if (rc != CUDA_SUCCESS) {
             size_t free_now = 0, total = 0;
@@ -47,7 +54,8 @@ static void scratch_free(tm_model *m)
 {
     CUdeviceptr *all[] = {&m->s.x, &m->s.xb, &m->s.xb2, &m->s.qkv, &m->s.att, &m->s.hb, &m->s.hb2,
                           &m->s.logits, &m->s.ids, &m->s.pos, &m->s.slots, &m->s.block_tables,
-                          &m->s.seq_lens, &m->s.absmax};
+                          &m->s.seq_lens, &m->s.absmax, &m->s.moe_logits, &m->s.moe_ids, &m->s.moe_w,
+                          &m->s.moe_hb, &m->s.moe_hb2, &m->s.moe_y};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
         if (*all[i]) m->drv->cuMemFree(*all[i]);
     memset(&m->s, 0, sizeof m->s);
@@ -88,4 +96,6 @@ void model_free(tm_model *m)
     }
     free(m->h_staging);
     m->h_staging = NULL;
+    free(m->expert_use);
+    m->expert_use = NULL;
 }

@@ -28,6 +28,13 @@ typedef struct scratch {
     CUdeviceptr block_tables; /* [max_tokens][max_blocks_per_seq] int32 */
     CUdeviceptr seq_lens;   /* [max_tokens] int32 */
     CUdeviceptr absmax;     /* [1] f32, fp8 scale calibration */
+    /* mixture of experts (0 in a dense model); K = experts per token, F = expert width */
+    CUdeviceptr moe_logits; /* [max_tokens][n_expert] router logits */
+    CUdeviceptr moe_ids;    /* [max_tokens][K] int32 chosen experts */
+    CUdeviceptr moe_w;      /* [max_tokens][K] their gate weights */
+    CUdeviceptr moe_hb;     /* [max_tokens][K][F] gate, then silu(gate) * up */
+    CUdeviceptr moe_hb2;    /* [max_tokens][K][F] up */
+    CUdeviceptr moe_y;      /* [max_tokens][K][dim] each expert's output */
     int64_t bytes;
     int32_t n_allocs;
 } scratch;
@@ -44,6 +51,7 @@ typedef struct tm_model {
     int32_t qkv_dim;        /* q_dim + 2 * kv_dim */
     int32_t *h_staging;     /* [max_tokens * (3 + max_blocks_per_seq)] host staging for uploads */
     bool calibrating;       /* the next pass sets each layer's fp8 scales from its K/V */
+    int64_t *expert_use;    /* [n_layers][n_expert] tokens routed to each expert, or NULL */
     char err[TM_ERR_MAX];
 } tm_model;
 

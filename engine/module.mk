@@ -6,12 +6,12 @@
 # kernels/module.mk, named literally because that fragment is read after this one.
 
 ENGINE_LIB_SRCS := engine/error.c engine/gguf.c engine/tokenizer.c engine/tokenizer_spm.c engine/tokenizer_bpe.c \
-                   engine/model_config.c engine/weights.c engine/driver.c engine/kv_cache.c engine/kv_prefix.c \
-                   engine/model.c engine/forward.c engine/sampler.c engine/device_timer.c engine/text.c engine/step.c engine/generate.c
+                   engine/tokenizer_pre.c engine/model_config.c engine/weights.c engine/driver.c engine/kv_cache.c \
+                   engine/kv_prefix.c engine/model.c engine/forward.c engine/sampler.c engine/device_timer.c \
+                   engine/text.c engine/step.c engine/generate.c engine/tokenize_cmd.c engine/chat.c engine/chat_cmd.c
 ENGINE_LIB_OBJS := $(ENGINE_LIB_SRCS:%.c=$(O)/obj/%.o)
 ENGINE_FATBIN_OBJ := $(O)/obj/kernels/fatbin_embed.o
-ENGINE_SERVE_SRCS := engine/serve_loop.c engine/serve_http.c engine/serve_api.c engine/serve_metrics.c \
-                     engine/chat_template.c
+ENGINE_SERVE_SRCS := engine/serve_loop.c engine/serve_http.c engine/serve_api.c engine/serve_metrics.c
 ENGINE_SERVE_OBJS := $(ENGINE_SERVE_SRCS:%.c=$(O)/obj/%.o)
 
 $(O)/obj/engine/%.o: CPPFLAGS += $(CUDA_CPPFLAGS)
@@ -22,7 +22,7 @@ $(O)/bin/tiermem-llm: $(ENGINE_LIB_OBJS) $(ENGINE_SERVE_OBJS) $(O)/obj/engine/cl
                       | $(O)/lib/simcuda/libcuda.so.1 $(O)/lib/libtiermem-kernels.so
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) $(ENGINE_LIB_OBJS) $(ENGINE_SERVE_OBJS) $(O)/obj/engine/cli.o $(ENGINE_FATBIN_OBJ) \
-	      -lmicrohttpd -ljansson -lpthread -ldl -lm -o $@
+	      -lmicrohttpd -ljansson -lpcre2-8 -lpthread -ldl -lm -o $@
 
 BINS += $(O)/bin/tiermem-llm
 INSTALL_FILES += $(O)/bin/tiermem-llm:bin/tiermem-llm

@@ -1,6 +1,6 @@
 /* serve_api.c — the OpenAI wire format: request bodies to serve_request, results and
  * stream chunks to JSON (jansson), and error objects. */
-#include "engine/chat_template.h"
+#include "engine/chat.h"
 #include "engine/kv_cache.h"
 #include "engine/serve_internal.h"
 #include "engine/tokenizer.h"
@@ -231,6 +231,15 @@ static char *message_content(parse *p, json_t *c)
 }
 
 /* The prompt text of a chat request, through the model's template style. */
+/* A chat prompt's template markers are control tokens, and Llama 3's template starts with
+ * its own BOS; a completion prompt is plain text. */
+static int64_t encode_prompt(const server *srv, const char *text, bool chat, int32_t *ids, int64_t max_ids)
+{
+    if (!chat) return tokenizer_encode(srv->tok, text, srv->tok->add_bos, ids, max_ids);
+    chat_template t = chat_template_from(srv->chat_template, CHAT_PLAIN);
+    return tokenizer_encode_special(srv->tok, text, srv->tok->add_bos && t != CHAT_LLAMA3, ids, max_ids);
+}
+
 static char *chat_prompt(parse *p, server *srv, json_t *msgs)
 {
     size_t n = json_is_array(msgs) ? json_array_size(msgs) : 0;
@@ -252,7 +261,7 @@ static char *chat_prompt(parse *p, server *srv, json_t *msgs)
         if (!(contents[i] = c && !json_is_null(c) ? message_content(p, c) : strdup(""))) goto out;
         m[i] = (chat_message){json_string_value(role), contents[i]};
     }
-    prompt = chat_render(chat_style_of(srv->chat_template), m, n);
+    prompt = chat_render(chat_template_from(srv->chat_template, CHAT_PLAIN), m, n, 1);
 out:
     for (size_t i = 0; contents && i < n; i++) free(contents[i]);
     free(contents);
@@ -299,7 +308,7 @@ static int parse_fields(parse *p, server *srv, json_t *o, bool chat, serve_reque
         if (!pr) return bad(p, "prompt", "'prompt' is required");
         if ((rc = completion_prompt(p, pr, &text))) return rc;
     }
-    int64_t n_ids = tokenizer_encode(srv->tok, text, srv->tok->add_bos, NULL, 0);
+    int64_t n_ids = encode_prompt(srv, text, chat, NULL, 0);
     int32_t ctx = m->max_positions;
     if (n_ids < 0) {
         free(text);
@@ -339,7 +348,7 @@ static int parse_fields(parse *p, server *srv, json_t *o, bool chat, serve_reque
         free(text);
         return bad(p, NULL, "out of host memory");
     }
-    r->n_prompt = (int32_t)tokenizer_encode(srv->tok, text, srv->tok->add_bos, r->ids, n_ids);
+    r->n_prompt = (int32_t)encode_prompt(srv, text, chat, r->ids, n_ids);
     free(text);
     r->chat = chat;
     r->stream = stream;

@@ -5,7 +5,7 @@
  * They meet under one lock: a connection queues a request and waits on its condition;
  * the loop takes requests from the queue between steps and signals each request as its
  * text grows. The model runs outside the lock. */
-#include "engine/chat_template.h"
+#include "engine/chat.h"
 #include "engine/error.h"
 #include "engine/kv_prefix.h"
 #include "engine/serve_internal.h"
@@ -347,7 +347,7 @@ int serve_run(tm_model *m, const tokenizer *tok, const gguf_file *f, const serve
     } else {
         fprintf(stderr, "tiermem-llm: serve: model %s, batch %d, queue %d, prefill chunk %d, context %d, chat "
                 "template %s, prefix cache on\n", opt->model_name, opt->max_batch, opt->max_queue,
-                opt->prefill_chunk, m->max_positions, chat_style_name(chat_style_of(srv.chat_template)));
+                opt->prefill_chunk, m->max_positions, chat_template_name(chat_template_from(srv.chat_template, CHAT_PLAIN)));
         rc = engine_loop(&srv);
         serve_http_stop(&srv);
         fprintf(stderr, "tiermem-llm: serve: stopped: requests ok=%" PRIu64 " aborted=%" PRIu64 " rejected=%"

@@ -93,7 +93,8 @@ int tokenizer_load(tokenizer *tok, const gguf_file *f, char err[GGUF_ERROR_MAX])
     bool spm = tok->kind == TOKENIZER_SPM;
     if (load_special_id(f, "tokenizer.ggml.bos_token_id", tok->n_vocab, spm ? 1 : -1, &tok->bos_id, err) ||
         load_special_id(f, "tokenizer.ggml.eos_token_id", tok->n_vocab, spm ? 2 : -1, &tok->eos_id, err) ||
-        load_special_id(f, "tokenizer.ggml.unknown_token_id", tok->n_vocab, spm ? 0 : -1, &tok->unk_id, err)) {
+        load_special_id(f, "tokenizer.ggml.unknown_token_id", tok->n_vocab, spm ? 0 : -1, &tok->unk_id, err) ||
+        load_special_id(f, "tokenizer.ggml.eot_token_id", tok->n_vocab, -1, &tok->eot_id, err)) {
         tokenizer_free(tok);
         return -1;
     }
@@ -114,7 +115,8 @@ int tokenizer_load(tokenizer *tok, const gguf_file *f, char err[GGUF_ERROR_MAX])
         snprintf(name, sizeof name, "<0x%02X>", b);
         tok->byte_ids[b] = tokenizer_find(tok, name, 6);
     }
-    if (!spm && tokenizer_load_bpe(tok, f, err)) {
+    if (!spm && (tokenizer_load_bpe(tok, f, err) || tokenizer_pre_load(tok, f, err) ||
+                 tokenizer_user_tokens_load(tok, err))) {
         tokenizer_free(tok);
         return -1;
     }
@@ -144,7 +146,19 @@ int64_t tokenizer_encode(const tokenizer *tok, const char *text, bool add_bos, i
         n++;
     }
     if (tok->kind == TOKENIZER_SPM) return tokenizer_encode_spm(tok, text, ids, max_ids, n);
-    return tokenizer_encode_bpe(tok, text, ids, max_ids, n);
+    return tokenizer_encode_bpe(tok, text, ids, max_ids, n, false);
+}
+
+int64_t tokenizer_encode_special(const tokenizer *tok, const char *text, bool add_bos, int32_t *ids,
+                                 int64_t max_ids)
+{
+    if (tok->kind == TOKENIZER_SPM) return tokenizer_encode(tok, text, add_bos, ids, max_ids);
+    int64_t n = 0;
+    if (add_bos && tok->bos_id >= 0) {
+        if (n < max_ids) ids[n] = tok->bos_id;
+        n++;
+    }
+    return tokenizer_encode_bpe(tok, text, ids, max_ids, n, true);
 }
 
 static size_t put(char *buf, size_t cap, size_t at, const char *src, size_t n)

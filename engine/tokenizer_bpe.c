@@ -120,6 +120,7 @@ void tokenizer_free_bpe(tokenizer *tok)
     free(tok->merge_keys);
     free(tok->merge_entries);
     if (tok->locale) freelocale((locale_t)tok->locale);
+    tokenizer_pre_free(tok);
 }
 
 /* ----------------------------------------------------------------------------
@@ -227,17 +228,73 @@ static int64_t encode_word(const tokenizer *tok, const unsigned char *w, size_t 
     return n;
 }
 
-int64_t tokenizer_encode_bpe(const tokenizer *tok, const char *text, int32_t *ids, int64_t max_ids,
-                             int64_t n)
+typedef struct encode_state {
+    const tokenizer *tok;
+    int32_t *ids;
+    int64_t max_ids, n;
+} encode_state;
+
+static int encode_one(const char *w, size_t wlen, void *ctx)
 {
+    encode_state *st = ctx;
+    st->n = encode_word(st->tok, (const unsigned char *)w, wlen, st->ids, st->max_ids, st->n);
+    return st->n < 0 ? -1 : 0;
+}
+
+/* Text without user-defined tokens: pre-tokenised into words, each merged alone. */
+static int64_t encode_plain(const tokenizer *tok, const char *text, size_t avail, int32_t *ids, int64_t max_ids,
+                            int64_t n)
+{
+    if (tok->n_pre) {
+        encode_state st = {tok, ids, max_ids, n};
+        return tokenizer_pre_split(tok, text, avail, encode_one, &st) ? -1 : st.n;
+    }
     const unsigned char *s = (const unsigned char *)text;
-    size_t avail = strlen(text);
     while (avail > 0 && n >= 0) {
         size_t w = next_word(s, avail, (locale_t)tok->locale);
         if (w == 0) w = 1;
         n = encode_word(tok, s, w, ids, max_ids, n);
         s += w;
         avail -= w;
+    }
+    return n;
+}
+
+/* The earliest of ids[0..n) in text[0..len) (the longest at a tie, ids being longest
+ * first) before *at: updates *at and returns its id, else returns best. */
+static int32_t find_first_of(const tokenizer *tok, const int32_t *ids, int32_t n, const char *text, size_t len,
+                             size_t *at, int32_t best)
+{
+    for (int32_t k = 0; k < n; k++) {
+        gguf_str p = tok->pieces[ids[k]];
+        const char *hit = memmem(text, len, p.data, p.len);
+        if (hit && (size_t)(hit - text) < *at) best = ids[k], *at = (size_t)(hit - text);
+    }
+    return best;
+}
+
+/* The earliest user-defined (and with parse_special, control) token in text[0..len):
+ * its id and offset, or -1 with *at = len. */
+static int32_t find_user_token(const tokenizer *tok, const char *text, size_t len, size_t *at, bool parse_special)
+{
+    *at = len;
+    int32_t best = parse_special ? find_first_of(tok, tok->control_ids, tok->n_control, text, len, at, -1) : -1;
+    return find_first_of(tok, tok->user_ids, tok->n_user, text, len, at, best);
+}
+
+int64_t tokenizer_encode_bpe(const tokenizer *tok, const char *text, int32_t *ids, int64_t max_ids,
+                             int64_t n, bool parse_special)
+{
+    size_t len = strlen(text), at;
+    while (len > 0 && n >= 0) {
+        int32_t id = find_user_token(tok, text, len, &at, parse_special);
+        n = encode_plain(tok, text, at, ids, max_ids, n);
+        if (id < 0 || n < 0) break;
+        if (n < max_ids) ids[n] = id;
+        n++;
+        at += tok->pieces[id].len;
+        text += at;
+        len -= at;
     }
     return n;
 }

@@ -25,12 +25,19 @@ typedef struct layer_weights {
     dev_matrix w_gate;      /* [ffn_dim][dim] */
     dev_matrix w_up;        /* [ffn_dim][dim] */
     dev_matrix w_down;      /* [dim][ffn_dim] */
+    CUdeviceptr bq, bk, bv; /* [n_heads * head_dim], [n_kv_heads * head_dim] x 2 f32; 0 without */
+    CUdeviceptr q_norm, k_norm; /* [head_dim] f32 each; 0 without */
+    dev_matrix router;      /* [n_expert][dim] ffn_gate_inp (MoE layers only) */
+    dev_matrix gate_exps;   /* [n_expert][expert_ffn][dim] */
+    dev_matrix up_exps;     /* [n_expert][expert_ffn][dim] */
+    dev_matrix down_exps;   /* [n_expert][dim][expert_ffn] */
 } layer_weights;
 
 typedef struct model_weights {
     dev_matrix token_embd;  /* [vocab][dim] */
     CUdeviceptr output_norm; /* [dim] f32 */
     dev_matrix output;      /* [vocab][dim]; the same allocation as token_embd when tied */
+    CUdeviceptr rope_freqs; /* [rot_dim / 2] f32 frequency factors (Llama 3.1); 0 without */
     layer_weights *layers;  /* [n_layers] */
     int32_t n_layers;
     CUdeviceptr *allocs;    /* [n_allocs] every allocation, for freeing */

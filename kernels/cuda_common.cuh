@@ -8,6 +8,7 @@
 #include "kernels/f16.h"
 #include "kernels/kernels.h"
 #include "kernels/q8_0.h"
+#include "kernels/quants.h"
 
 /* How a kernel is declared: exported with its plain name, as the engine looks it up.
  * (A CPU emulation of these kernels, tests/kernels/cuda_emu.h, defines it otherwise.) */
@@ -78,5 +79,15 @@ template <> __device__ __forceinline__ float tm_load_weight<TM_WTYPE_Q8_0>(const
     const uint8_t *block = row + (i / TM_Q8_0_BLOCK) * TM_Q8_0_BLOCK_BYTES;
     return tm_q8_0_scale(block) * (float)(int8_t)block[2 + i % TM_Q8_0_BLOCK];
 }
+
+/* The block-quantised types: element i is value i % QK of block i / QK, decoded by
+ * quants.h exactly as the twins decode it. */
+#define TM_LOAD_QUANT(wname, WTYPE)                                                     \
+    template <> __device__ __forceinline__ float tm_load_weight<WTYPE>(const uint8_t *row, \
+                                                                      int64_t i) {      \
+        const int32_t qk = tm_wtype_block(WTYPE);                                       \
+        return tm_quant_##wname(row + (i / qk) * tm_wtype_block_bytes(WTYPE), (int)(i % qk)); \
+    }
+TM_QUANT_TYPES(TM_LOAD_QUANT)
 
 #endif /* TM_CUDA_COMMON_CUH */

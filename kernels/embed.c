@@ -9,6 +9,7 @@
 
 #include "kernels/f16.h"
 #include "kernels/q8_0.h"
+#include "kernels/quants.h"
 #include "kernels/twin.h"
 
 static void row_f32(float *out, const uint8_t *row, int32_t dim) {
@@ -25,6 +26,11 @@ static void row_bf16(float *out, const uint8_t *row, int32_t dim) {
 static void row_q8_0(float *out, const uint8_t *row, int32_t dim) {
     tm_q8_0_dequantize_row(out, row, dim);
 }
+#define DEFINE_ROW_QUANT(wname, WTYPE)                                                  \
+    static void row_##wname(float *out, const uint8_t *row, int32_t dim) {              \
+        tm_dequantize_row_##wname(out, row, dim);                                       \
+    }
+TM_QUANT_TYPES(DEFINE_ROW_QUANT)
 
 typedef void row_fn(float *out, const uint8_t *row, int32_t dim);
 
@@ -53,3 +59,4 @@ DEFINE_EMBED(f32, TM_WTYPE_F32)
 DEFINE_EMBED(f16, TM_WTYPE_F16)
 DEFINE_EMBED(bf16, TM_WTYPE_BF16)
 DEFINE_EMBED(q8_0, TM_WTYPE_Q8_0)
+TM_QUANT_TYPES(DEFINE_EMBED)

@@ -39,7 +39,9 @@
  * - Activations are f32, row-major, rows contiguous ([rows][cols]).
  * - Weights are GGUF tensors as stored: a [n_out][n_in] matrix is n_out rows of n_in
  *   values (GGUF ne0 = n_in). Types: F32, F16 (IEEE binary16), BF16, Q8_0 (blocks of 32:
- *   one f16 scale d, then 32 int8 q; value = d * q; 34 bytes; n_in a multiple of 32).
+ *   one f16 scale d, then 32 int8 q; value = d * q; 34 bytes; n_in a multiple of 32),
+ *   Q4_0, Q4_1, Q5_0, Q5_1 (blocks of 32) and Q2_K .. Q6_K (blocks of 256), laid out
+ *   and decoded exactly as ggml does (quants.h).
  * - Counts are int32_t; flat element counts are int64_t. Every kernel computes offsets
  *   in int64_t (row * n_in overflows int at 7B+).
  * - Nothing here is fast-math: division, sqrt, exp, sin and cos are the IEEE-accurate
@@ -69,9 +71,31 @@
 enum tm_wtype {
     TM_WTYPE_F32 = 0,
     TM_WTYPE_F16 = 1,
+    TM_WTYPE_Q4_0 = 2,
+    TM_WTYPE_Q4_1 = 3,
+    TM_WTYPE_Q5_0 = 6,
+    TM_WTYPE_Q5_1 = 7,
     TM_WTYPE_Q8_0 = 8,
+    TM_WTYPE_Q2_K = 10,
+    TM_WTYPE_Q3_K = 11,
+    TM_WTYPE_Q4_K = 12,
+    TM_WTYPE_Q5_K = 13,
+    TM_WTYPE_Q6_K = 14,
     TM_WTYPE_BF16 = 30,
 };
+
+/* The block-quantised types (quants.h) as X(name, TM_WTYPE_...), in kernel-table order:
+ * the per-type kernels, decoders and twins are generated from it. */
+#define TM_QUANT_TYPES(X)                                                               \
+    X(q4_0, TM_WTYPE_Q4_0)                                                              \
+    X(q4_1, TM_WTYPE_Q4_1)                                                              \
+    X(q5_0, TM_WTYPE_Q5_0)                                                              \
+    X(q5_1, TM_WTYPE_Q5_1)                                                              \
+    X(q2_k, TM_WTYPE_Q2_K)                                                              \
+    X(q3_k, TM_WTYPE_Q3_K)                                                              \
+    X(q4_k, TM_WTYPE_Q4_K)                                                              \
+    X(q5_k, TM_WTYPE_Q5_K)                                                              \
+    X(q6_k, TM_WTYPE_Q6_K)
 
 /* KV cache element types (see kv_layout.h). */
 enum tm_kv_dtype {
@@ -90,17 +114,43 @@ enum tm_kv_dtype {
                                   * (batched decode); matmul above it. Both are correct
                                   * for any count. */
 
-/* Bytes of one row of n_in values of weight type t; 0 for an unknown type or a Q8_0 row
- * whose length is not a multiple of 32. */
-static inline TM_HD int64_t tm_wtype_row_bytes(int32_t wtype, int64_t n_in) {
+/* Values per block and bytes per block of weight type t (1 and the element size for
+ * the float types); 0 for a type the kernels do not know. Block layouts: q8_0.h,
+ * quants.h. */
+static inline TM_HD int32_t tm_wtype_block(int32_t wtype) {
     switch (wtype) {
-    case TM_WTYPE_F32: return n_in * 4;
-    case TM_WTYPE_F16: return n_in * 2;
-    case TM_WTYPE_BF16: return n_in * 2;
-    case TM_WTYPE_Q8_0:
-        return n_in % TM_Q8_0_BLOCK ? 0 : n_in / TM_Q8_0_BLOCK * TM_Q8_0_BLOCK_BYTES;
+    case TM_WTYPE_F32: case TM_WTYPE_F16: case TM_WTYPE_BF16: return 1;
+    case TM_WTYPE_Q4_0: case TM_WTYPE_Q4_1: case TM_WTYPE_Q5_0: case TM_WTYPE_Q5_1:
+    case TM_WTYPE_Q8_0: return 32;
+    case TM_WTYPE_Q2_K: case TM_WTYPE_Q3_K: case TM_WTYPE_Q4_K: case TM_WTYPE_Q5_K:
+    case TM_WTYPE_Q6_K: return 256;
     default: return 0;
     }
+}
+static inline TM_HD int32_t tm_wtype_block_bytes(int32_t wtype) {
+    switch (wtype) {
+    case TM_WTYPE_F32: return 4;
+    case TM_WTYPE_F16: case TM_WTYPE_BF16: return 2;
+    case TM_WTYPE_Q4_0: return 18;
+    case TM_WTYPE_Q4_1: return 20;
+    case TM_WTYPE_Q5_0: return 22;
+    case TM_WTYPE_Q5_1: return 24;
+    case TM_WTYPE_Q8_0: return TM_Q8_0_BLOCK_BYTES;
+    case TM_WTYPE_Q2_K: return 84;
+    case TM_WTYPE_Q3_K: return 110;
+    case TM_WTYPE_Q4_K: return 144;
+    case TM_WTYPE_Q5_K: return 176;
+    case TM_WTYPE_Q6_K: return 210;
+    default: return 0;
+    }
+}
+
+/* Bytes of one row of n_in values of weight type t; 0 for an unknown type or a row
+ * whose length is not a multiple of the type's block (32 or 256 values). */
+static inline TM_HD int64_t tm_wtype_row_bytes(int32_t wtype, int64_t n_in) {
+    int32_t qk = tm_wtype_block(wtype);
+    if (qk == 0 || n_in % qk) return 0;
+    return n_in / qk * tm_wtype_block_bytes(wtype);
 }
 
 /* Launch geometry: what the caller passes to cuLaunchKernel. */
@@ -159,10 +209,13 @@ static inline TM_HD unsigned tm_div_up(int64_t n, int64_t d) {
     P(int32_t, n_out)                                                                   \
     P(int32_t, out_stride)
 
-/* tm_rope: rotates adjacent pairs (2i, 2i+1), i < rot_dim/2, of every head of every
- * token, in place, by angle pos[t] * base^(-2i/rot_dim) (GGUF / llama.cpp "normal"
- * order). Dimensions from rot_dim up are left alone. Token t's heads start at
- * x + t * row_stride (row_stride = n_heads * head_dim for a plain q or k buffer). */
+/* tm_rope: rotates pairs of every head of every token, in place, by angle
+ * pos[t] * base^(-2i/rot_dim) / freq_factors[i] (freq_factors NULL: no division; Llama 3.1
+ * files carry them as rope_freqs.weight). Pair i < rot_dim/2 is (2i, 2i+1) when neox is 0
+ * (GGUF / llama.cpp "normal" order, llama files), (i, i + rot_dim/2) when it is 1 (the
+ * NEOX order of Qwen files). Dimensions from rot_dim up are left alone. Token t's heads
+ * start at x + t * row_stride (row_stride = n_heads * head_dim for a plain q or k
+ * buffer). A launch that names only the first eight arguments gets neither. */
 #define TM_PARAMS_rope(P)                                                               \
     P(float *, x)            /* [n_tokens][row_stride], heads [n_heads][head_dim] */    \
     P(const int32_t *, pos)  /* [n_tokens] position of each token */                    \
@@ -171,7 +224,9 @@ static inline TM_HD unsigned tm_div_up(int64_t n, int64_t d) {
     P(int32_t, head_dim)                                                                \
     P(int32_t, rot_dim)                                                                 \
     P(int32_t, row_stride)                                                              \
-    P(float, base)
+    P(float, base)                                                                      \
+    P(const float *, freq_factors) /* [rot_dim / 2] or NULL */                          \
+    P(int32_t, neox)
 
 /* tm_silu_mul: out[i] = silu(gate[i]) * up[i], silu(g) = g / (1 + exp(-g)).
  * out may alias gate or up. */
@@ -296,15 +351,42 @@ static inline TM_HD unsigned tm_div_up(int64_t n, int64_t d) {
     X(tm_embed_f16, embed, embed)                                                       \
     X(tm_embed_bf16, embed, embed)                                                      \
     X(tm_embed_q8_0, embed, embed)                                                      \
+    X(tm_embed_q4_0, embed, embed)                                                      \
+    X(tm_embed_q4_1, embed, embed)                                                      \
+    X(tm_embed_q5_0, embed, embed)                                                      \
+    X(tm_embed_q5_1, embed, embed)                                                      \
+    X(tm_embed_q2_k, embed, embed)                                                      \
+    X(tm_embed_q3_k, embed, embed)                                                      \
+    X(tm_embed_q4_k, embed, embed)                                                      \
+    X(tm_embed_q5_k, embed, embed)                                                      \
+    X(tm_embed_q6_k, embed, embed)                                                      \
     X(tm_rmsnorm, rmsnorm, rmsnorm)                                                     \
     X(tm_matvec_f32, matmul, matvec)                                                    \
     X(tm_matvec_f16, matmul, matvec)                                                    \
     X(tm_matvec_bf16, matmul, matvec)                                                   \
     X(tm_matvec_q8_0, matmul, matvec)                                                   \
+    X(tm_matvec_q4_0, matmul, matvec)                                                   \
+    X(tm_matvec_q4_1, matmul, matvec)                                                   \
+    X(tm_matvec_q5_0, matmul, matvec)                                                   \
+    X(tm_matvec_q5_1, matmul, matvec)                                                   \
+    X(tm_matvec_q2_k, matmul, matvec)                                                   \
+    X(tm_matvec_q3_k, matmul, matvec)                                                   \
+    X(tm_matvec_q4_k, matmul, matvec)                                                   \
+    X(tm_matvec_q5_k, matmul, matvec)                                                   \
+    X(tm_matvec_q6_k, matmul, matvec)                                                   \
     X(tm_matmul_f32, matmul, matmul)                                                    \
     X(tm_matmul_f16, matmul, matmul)                                                    \
     X(tm_matmul_bf16, matmul, matmul)                                                   \
     X(tm_matmul_q8_0, matmul, matmul)                                                   \
+    X(tm_matmul_q4_0, matmul, matmul)                                                   \
+    X(tm_matmul_q4_1, matmul, matmul)                                                   \
+    X(tm_matmul_q5_0, matmul, matmul)                                                   \
+    X(tm_matmul_q5_1, matmul, matmul)                                                   \
+    X(tm_matmul_q2_k, matmul, matmul)                                                   \
+    X(tm_matmul_q3_k, matmul, matmul)                                                   \
+    X(tm_matmul_q4_k, matmul, matmul)                                                   \
+    X(tm_matmul_q5_k, matmul, matmul)                                                   \
+    X(tm_matmul_q6_k, matmul, matmul)                                                   \
     X(tm_rope, rope, rope)                                                              \
     X(tm_silu_mul, silu_mul, elementwise)                                               \
     X(tm_add, add, elementwise)                                                         \
@@ -323,6 +405,21 @@ static inline TM_HD unsigned tm_div_up(int64_t n, int64_t d) {
     X(tm_softmax, softmax, row)                                                         \
     X(tm_argmax, argmax, row)                                                           \
     X(tm_absmax, absmax, absmax)                                                        \
+    X(tm_moe_route, moe_route, moe_route)                                               \
+    X(tm_moe_matvec_f32, moe_matvec, moe_matvec)                                        \
+    X(tm_moe_matvec_f16, moe_matvec, moe_matvec)                                        \
+    X(tm_moe_matvec_bf16, moe_matvec, moe_matvec)                                       \
+    X(tm_moe_matvec_q8_0, moe_matvec, moe_matvec)                                       \
+    X(tm_moe_matvec_q4_0, moe_matvec, moe_matvec)                                       \
+    X(tm_moe_matvec_q4_1, moe_matvec, moe_matvec)                                       \
+    X(tm_moe_matvec_q5_0, moe_matvec, moe_matvec)                                       \
+    X(tm_moe_matvec_q5_1, moe_matvec, moe_matvec)                                       \
+    X(tm_moe_matvec_q2_k, moe_matvec, moe_matvec)                                       \
+    X(tm_moe_matvec_q3_k, moe_matvec, moe_matvec)                                       \
+    X(tm_moe_matvec_q4_k, moe_matvec, moe_matvec)                                       \
+    X(tm_moe_matvec_q5_k, moe_matvec, moe_matvec)                                       \
+    X(tm_moe_matvec_q6_k, moe_matvec, moe_matvec)                                       \
+    X(tm_moe_combine, moe_combine, moe_combine)                                         \
     X(tm_set_threads, set_threads, single)
 
 /* Kernel ids: fn[TM_K_tm_rmsnorm]; tm_kernel_names[id] is the symbol to look up. */
@@ -349,6 +446,15 @@ static inline int tm_kernel_for_wtype(int base, int32_t wtype) {
     case TM_WTYPE_F16: return base + 1;
     case TM_WTYPE_BF16: return base + 2;
     case TM_WTYPE_Q8_0: return base + 3;
+    case TM_WTYPE_Q4_0: return base + 4;
+    case TM_WTYPE_Q4_1: return base + 5;
+    case TM_WTYPE_Q5_0: return base + 6;
+    case TM_WTYPE_Q5_1: return base + 7;
+    case TM_WTYPE_Q2_K: return base + 8;
+    case TM_WTYPE_Q3_K: return base + 9;
+    case TM_WTYPE_Q4_K: return base + 10;
+    case TM_WTYPE_Q5_K: return base + 11;
+    case TM_WTYPE_Q6_K: return base + 12;
     default: return -1;
     }
 }
@@ -472,8 +578,8 @@ static inline const char *tm_check_embed(const struct tm_args_embed *a, int32_t 
     if (a->n_tokens < 0 || a->dim <= 0 || a->vocab <= 0)
         return "embed: n_tokens must be >= 0, dim and vocab > 0";
     if (tm_wtype_row_bytes(wtype, a->dim) == 0)
-        return wtype == TM_WTYPE_Q8_0 ? "embed: Q8_0 rows need dim a multiple of 32"
-                                      : "embed: unsupported weight type";
+        return tm_wtype_block(wtype) > 1 ? "embed: dim must be a multiple of the weight type's block (32 or 256 values)"
+                                         : "embed: unsupported weight type";
     return NULL;
 }
 static inline const char *tm_check_rmsnorm(const struct tm_args_rmsnorm *a) {
@@ -489,8 +595,8 @@ static inline const char *tm_check_matmul(const struct tm_args_matmul *a, int32_
         return "matmul: n_tokens must be >= 0, n_in and n_out > 0";
     if (a->out_stride < a->n_out) return "matmul: out_stride must be >= n_out";
     if (tm_wtype_row_bytes(wtype, a->n_in) == 0)
-        return wtype == TM_WTYPE_Q8_0 ? "matmul: Q8_0 rows need n_in a multiple of 32"
-                                      : "matmul: unsupported weight type";
+        return tm_wtype_block(wtype) > 1 ? "matmul: n_in must be a multiple of the weight type's block (32 or 256 values)"
+                                         : "matmul: unsupported weight type";
     return NULL;
 }
 static inline const char *tm_check_rope(const struct tm_args_rope *a) {
@@ -502,6 +608,7 @@ static inline const char *tm_check_rope(const struct tm_args_rope *a) {
     if ((int64_t)a->row_stride < (int64_t)a->n_heads * a->head_dim)
         return "rope: row_stride must be >= n_heads * head_dim";
     if (!(a->base > 0)) return "rope: base must be > 0";
+    if (a->neox != 0 && a->neox != 1) return "rope: neox must be 0 or 1";
     return NULL;
 }
 static inline const char *tm_check_silu_mul(const struct tm_args_silu_mul *a) {
@@ -574,5 +681,7 @@ static inline const char *tm_check_absmax(const struct tm_args_absmax *a) {
 static inline const char *tm_check_set_threads(const struct tm_args_set_threads *a) {
     return a->n_threads < 0 ? "set_threads: n_threads must be >= 0" : NULL;
 }
+
+#include "kernels/moe.h"
 
 #endif /* TM_KERNELS_H */

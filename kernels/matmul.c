@@ -23,6 +23,7 @@
 
 #include "kernels/f16.h"
 #include "kernels/q8_0.h"
+#include "kernels/quants.h"
 #include "kernels/twin.h"
 
 /* ---------------------------------------------------------------------------------- */
@@ -103,6 +104,32 @@ static inline float dot_q8_0(const uint8_t *w /* [n / 32][34] */, const float *x
     return acc[0];
 }
 
+
+/* Block-quantised types: each block is decoded (quants.h: the same bits as the CUDA
+ * kernels' per-element decoder) and dotted in dot_f32's lanes, lane k summing element k
+ * of every 32 values: the same bits as dot_f32 over the decoded row, which the
+ * several-token path computes. */
+#define DEFINE_DOT_QUANT(wname, WTYPE)                                                  \
+    static inline float dot_##wname(const uint8_t *w /* [n / QK][B] */,                 \
+                                    const float *x /* [n] */, int32_t n) {              \
+        enum { QK = 256 };                                                              \
+        const int32_t qk = tm_wtype_block(WTYPE), bytes = tm_wtype_block_bytes(WTYPE);  \
+        float acc[LANES] = {0.0f}, blk[QK];                                             \
+        for (int32_t b = 0; b < n / qk; b++) {                                          \
+            tm_quant_block_##wname(w + (int64_t)b * bytes, blk);                        \
+            const float *xb = x + (int64_t)b * qk;                                      \
+            for (int32_t c = 0; c < qk; c += LANES)                                     \
+                for (int k = 0; k < LANES; k++) acc[k] += blk[c + k] * xb[c + k];       \
+        }                                                                               \
+        for (int half = LANES / 2; half > 0; half /= 2)                                 \
+            for (int k = 0; k < half; k++) acc[k] += acc[k + half];                     \
+        return acc[0];                                                                  \
+    }                                                                                   \
+    static inline void convert_##wname(float *row, const uint8_t *w, int32_t n) {       \
+        tm_dequantize_row_##wname(row, w, n);                                           \
+    }
+TM_QUANT_TYPES(DEFINE_DOT_QUANT)
+
 /* ---------------------------------------------------------------------------------- */
 /* One tile of rows against every token                                                */
 /* ---------------------------------------------------------------------------------- */
@@ -170,6 +197,8 @@ DEFINE_TILE(f32, float, 1)
 DEFINE_TILE(f16, uint16_t, 0)
 DEFINE_TILE(bf16, uint16_t, 0)
 DEFINE_TILE(q8_0, uint8_t, 0)
+#define DEFINE_TILE_QUANT(wname, WTYPE) DEFINE_TILE(wname, uint8_t, 0)
+TM_QUANT_TYPES(DEFINE_TILE_QUANT)
 
 typedef void tile_fn(float *, const float *, const uint8_t *, int64_t, int32_t, int32_t,
                      int32_t, int32_t, int32_t, float *);
@@ -223,3 +252,35 @@ DEFINE_MATMUL(f32, TM_WTYPE_F32)
 DEFINE_MATMUL(f16, TM_WTYPE_F16)
 DEFINE_MATMUL(bf16, TM_WTYPE_BF16)
 DEFINE_MATMUL(q8_0, TM_WTYPE_Q8_0)
+TM_QUANT_TYPES(DEFINE_MATMUL)
+
+/* ---------------------------------------------------------------------------------- */
+/* Mixture of experts: y[t][k] = W[ids[t][k]] · x (moe.h)                              */
+/* ---------------------------------------------------------------------------------- */
+
+/* Each (slot, row) dot is dot_<wtype>, the matvec's own: a slot's result has the bits of
+ * a matvec of its expert's matrix. An id out of range gives zeros, as on the device. */
+#define DEFINE_MOE_MATVEC(wname, WTYPE)                                                 \
+    static void moe_matvec_##wname(TM_DECLARE_PARAMS(moe_matvec)) {                     \
+        int64_t row_bytes = tm_wtype_row_bytes(WTYPE, n_in), slots = (int64_t)n_tokens * top_k; \
+        int64_t work = slots * n_out, macs = work * n_in;                               \
+        _Pragma("omp parallel for schedule(static) num_threads(tm_twin_threads()) if (macs >= PARALLEL_MIN_MACS)") \
+        for (int64_t i = 0; i < work; i++) {                                            \
+            int64_t s = i / n_out, o = i % n_out;                                       \
+            int32_t e = ids[s];                                                         \
+            const float *xr = x + (x_per_slot ? s : s / top_k) * n_in;                  \
+            if (e < 0 || e >= n_expert) {                                               \
+                out[i] = 0.0f;                                                          \
+                continue;                                                               \
+            }                                                                           \
+            out[i] = dot_##wname((const void *)((const uint8_t *)w + ((int64_t)e * n_out + o) * row_bytes), \
+                                 xr, n_in);                                             \
+        }                                                                               \
+    }                                                                                   \
+    TM_TWIN(tm_moe_matvec_##wname, moe_matvec, moe_matvec, moe_matvec_##wname,          \
+            tm_check_moe_matvec(&args, WTYPE), tm_touch_moe_matvec(launch, &args, WTYPE))
+DEFINE_MOE_MATVEC(f32, TM_WTYPE_F32)
+DEFINE_MOE_MATVEC(f16, TM_WTYPE_F16)
+DEFINE_MOE_MATVEC(bf16, TM_WTYPE_BF16)
+DEFINE_MOE_MATVEC(q8_0, TM_WTYPE_Q8_0)
+TM_QUANT_TYPES(DEFINE_MOE_MATVEC)

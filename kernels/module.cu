@@ -9,6 +9,7 @@
 #include "kernels/kernels.h"
 #include "kernels/kv_elem.h"
 #include "kernels/kv_layout.h"
+#include "kernels/moe_route.h"
 
 #include "kernels/embed.cu"
 #include "kernels/rmsnorm.cu"
@@ -18,3 +19,4 @@
 #include "kernels/rows.cu"
 #include "kernels/kv_append.cu"
 #include "kernels/attention.cu"
+#include "kernels/moe.cu"

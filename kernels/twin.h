@@ -47,6 +47,10 @@ void tm_touch_attn_prefill(const simcuda_launch *l, const struct tm_args_attn_pr
 void tm_touch_softmax(const simcuda_launch *l, const struct tm_args_softmax *a);
 void tm_touch_argmax(const simcuda_launch *l, const struct tm_args_argmax *a);
 void tm_touch_absmax(const simcuda_launch *l, const struct tm_args_absmax *a);
+/* The MoE families (moe.c): the expert matvec declares only the experts its tokens chose. */
+void tm_touch_moe_route(const simcuda_launch *l, const struct tm_args_moe_route *a);
+void tm_touch_moe_matvec(const simcuda_launch *l, const struct tm_args_moe_matvec *a, int32_t wtype);
+void tm_touch_moe_combine(const simcuda_launch *l, const struct tm_args_moe_combine *a);
 
 #define TM_P_SIMCUDA_PARAM(type, name) SIMCUDA_PARAM(type),
 

@@ -60,6 +60,7 @@ void tm_touch_matmul(const simcuda_launch *l, const struct tm_args_matmul *a, in
 void tm_touch_rope(const simcuda_launch *l, const struct tm_args_rope *a) {
     int64_t row = (int64_t)a->n_heads * a->head_dim * F32;
     simcuda_reads(l, a->pos, (uint64_t)(a->n_tokens * I32));
+    if (a->freq_factors) simcuda_reads(l, a->freq_factors, (uint64_t)(a->rot_dim / 2 * F32));
     touch_rows(l, a->x, a->n_tokens, row, a->row_stride * F32, 0);
     touch_rows(l, a->x, a->n_tokens, row, a->row_stride * F32, 1);
     simcuda_flops(l, 3.0 * (double)a->n_tokens * a->n_heads * a->rot_dim);

@@ -10,9 +10,12 @@ $(O)/tests/test_tokenizer: $(O)/obj/tools/mkmodel/gguf_writer.o $(O)/obj/tools/m
 
 $(ENGINE_TEST_PROGS): $(O)/tests/%: $(O)/obj/tests/engine/%.o $(ENGINE_LIB_OBJS) $(ENGINE_FATBIN_OBJ)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) $(filter %.o,$^) -lcmocka -ldl -lm -o $@
+	$(CC) $(LDFLAGS) $(filter %.o,$^) -lcmocka -lpcre2-8 -ldl -lm -o $@
 
 TEST_PROGS += $(ENGINE_TEST_PROGS)
 # The engine on simcuda; they need the engine, the model generator, simcuda and the
 # host-kernel library built (all part of `make`).
-TEST_SCRIPTS += tests/engine/test_engine.sh tests/engine/test_engine_errors.sh tests/engine/test_generated_model.sh
+TEST_SCRIPTS += tests/engine/test_engine.sh tests/engine/test_engine_errors.sh tests/engine/test_generated_model.sh \
+                tests/engine/test_oracle.sh \
+                tests/engine/test_architectures.sh tests/engine/test_tokenize_cmd.sh \
+                tests/engine/test_chat.sh tests/engine/test_moe.sh

@@ -45,7 +45,7 @@ check "the text up to the full pool was printed" grep -q "^Once upon a time, the
 cp "$T/small.gguf" "$T/small.gguf.orig"
 off=$(grep -boa 'token_embd.weight' "$T/small.gguf" | head -1 | cut -d: -f1)
 printf '\x1a' | dd of="$T/small.gguf" bs=1 seek=$((off + 17 + 4 + 16)) conv=notrunc status=none
-expect_fail "unsupported weight type" "tensor 'token_embd.weight' has type I32; tiermem-llm supports F32, F16, BF16 and Q8_0" -- \
+expect_fail "unsupported weight type" "tensor 'token_embd.weight' has type I32; tiermem-llm supports F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K and Q6_K" -- \
   "$LLM" -m "$T/small.gguf" -p hi
 
 # Weights larger than the device: the message names what was needed and what the device has.

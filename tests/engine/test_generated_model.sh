@@ -29,6 +29,24 @@ top() { head -1 "$1" | awk '{ m = -1e30; for (k = 3; k <= NF; k++) if ($k + 0 > 
 check_eq "f16 weights pick f32's first token" "$(top "$T/f16.logits")" "$(top "$T/f32.logits")"
 check_eq "q8_0 weights pick f32's first token" "$(top "$T/q8_0.logits")" "$(top "$T/f32.logits")"
 
+# The block-quantised types (rows of whole 256-value blocks for the k-quants), and a
+# Q4_K_M-style file that mixes Q4_K and Q6_K tensors.
+mk_q() { "$MK" -o "$T/$1.gguf" --type $1 --layers 2 --dim 256 --heads 4 --kv-heads 2 --ffn 512 --vocab 512 --seed 7 >/dev/null; }
+for type in f32 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k q5_k q6_k q4_k_m; do
+  mk_q $type
+  "$LLM" -m "$T/$type.gguf" -p "once upon a time the little girl" -n 16 --kv-blocks 64 -v \
+    --dump-logits "$T/k_$type.logits" >/dev/null 2>"$T/k_$type.err"
+  check "$type model generates" test $? -eq 0
+  [ $type = f32 ] || check "$type model: finite, varied logits and tokens" sane "$T/k_$type.logits" "$T/k_$type.err"
+done
+# Q6_K for output, attn_v and ffn_down: strictly between the all-Q4_K and all-Q6_K files.
+size() { stat -c %s "$T/$1.gguf"; }
+check "the q4_k_m file is larger than q4_k and smaller than q6_k" \
+  test "$(size q4_k_m)" -gt "$(size q4_k)" -a "$(size q4_k_m)" -lt "$(size q6_k)"
+for type in q6_k q5_k q5_1 q4_1; do
+  check_eq "$type weights pick f32's first token" "$(top "$T/k_$type.logits")" "$(top "$T/k_f32.logits")"
+done
+
 "$MK" -o "$T/tied.gguf" --tied --layers 1 --dim 64 --heads 2 --kv-heads 1 --ffn 128 --vocab 512 >/dev/null
 "$LLM" -m "$T/tied.gguf" -p "the dog" -n 8 --kv-blocks 16 -v --dump-logits "$T/tied.logits" >/dev/null 2>"$T/tied.err"
 check "without output.weight the model runs" test $? -eq 0
@@ -36,6 +54,13 @@ check "without output.weight the model runs" test $? -eq 0
 # the input token's own embedding, so greedy decoding repeats the last prompt token.
 check_eq "without output.weight the embedding serves as output" "$(ids_of "$T/tied.err" | cut -d' ' -f1)" \
   "$(sed -n 's/^tiermem-llm: seq 0 prompt ids: //p' "$T/tied.err" | awk '{ print $NF }')"
+
+# Teacher forcing: the forced ids are the generated ones; an id outside the vocabulary is refused.
+"$LLM" -m "$T/tied.gguf" -p "the dog" -n 3 --kv-blocks 16 -v --force-ids "5 6 7" >/dev/null 2>"$T/forced.err"
+check_eq "--force-ids: the tokens taken are the forced ones" "$(ids_of "$T/forced.err")" "5 6 7"
+"$LLM" -m "$T/tied.gguf" -p "the dog" -n 3 --kv-blocks 16 --force-ids "5 99999" >/dev/null 2>"$T/forced.err"
+check "--force-ids with an id outside the vocabulary: exit 1, named" \
+  grep -q "force-ids: token 99999 is outside the vocabulary" "$T/forced.err"
 
 "$MK" -o "$T/gpt2.gguf" --vocab-type gpt2 --layers 1 --dim 64 --heads 2 --kv-heads 1 --ffn 128 --vocab 700 >/dev/null
 "$LLM" -m "$T/gpt2.gguf" -p "the little girl" -n 8 --kv-blocks 16 -v >"$T/gpt2.out" 2>"$T/gpt2.err"

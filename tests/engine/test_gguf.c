@@ -383,9 +383,9 @@ static void test_unsupported_weight_type(void **state)
     img_header(&b, 1, 6);
     llama_keys(&b, 0);
     img_kv_u32(&b, "llama.attention.head_count_kv", 2);
-    img_tensor2(&b, "token_embd.weight", 256, 4, GGML_TYPE_Q4_K, 0);
+    img_tensor2(&b, "token_embd.weight", 256, 4, GGML_TYPE_IQ4_XS, 0);
     img_pad(&b, 32);
-    img_zeros(&b, 4 * 144);
+    img_zeros(&b, 4 * 136);
     gguf_file f;
     char err[GGUF_ERROR_MAX];
     assert_int_equal(gguf_parse(b.data, b.len, &f, err), 0);
@@ -393,7 +393,7 @@ static void test_unsupported_weight_type(void **state)
     assert_int_equal(llama_config_load(&cfg, &f, err), 0);
     assert_int_equal(cfg.n_kv_heads, 2);
     assert_int_equal(weights_check(&f, &cfg, err, sizeof err), -1);
-    assert_non_null(strstr(err, "tensor 'token_embd.weight' has type Q4_K; tiermem-llm supports F32, F16, BF16 and Q8_0"));
+    assert_non_null(strstr(err, "tensor 'token_embd.weight' has type IQ4_XS; tiermem-llm supports F32, F16, BF16, Q8_0, Q4_0"));
     gguf_close(&f);
     free(b.data);
 }

@@ -1,5 +1,6 @@
 # tests/fuzz: libFuzzer targets, built with clang (ASan + UBSan):
-#   fuzz_gguf   the GGUF reader, metadata accessors, llama config and tokenizers
+#   fuzz_gguf   the GGUF reader, metadata accessors, model config of every architecture,
+#               tensor checks, quantised-block decoding and tokenizers
 #   fuzz_model  a GGUF file through config, tokenizer set-up, weight checks and model_load's
 #               sizing, on a host-memory device
 #   fuzz_stats  the stats-region reader of tiermem-stat
@@ -14,13 +15,15 @@ FUZZ_DIR       := $(O)/fuzz
 FUZZ_CFLAGS    := -std=gnu11 -g -O1 -D_GNU_SOURCE -I. $(CUDA_CPPFLAGS) -fsanitize=fuzzer,address,undefined \
                   -fno-sanitize-recover=all
 FUZZ_ENGINE    := engine/error.c engine/gguf.c engine/tokenizer.c engine/tokenizer_spm.c \
-                  engine/tokenizer_bpe.c engine/model_config.c
+                  engine/tokenizer_bpe.c engine/tokenizer_pre.c engine/model_config.c
 
-FUZZ_gguf_SRCS  := tests/fuzz/fuzz_gguf.c $(FUZZ_ENGINE)
+FUZZ_gguf_SRCS  := tests/fuzz/fuzz_gguf.c $(FUZZ_ENGINE) engine/weights.c engine/driver.c kernels/fatbin_embed.S
 FUZZ_model_SRCS := tests/fuzz/fuzz_model.c $(FUZZ_ENGINE) engine/weights.c engine/model.c engine/kv_cache.c \
                    engine/kv_prefix.c
 FUZZ_stats_SRCS := tests/fuzz/fuzz_stats.c tools/tiermem-stat/stats_read.c tools/tiermem-stat/heat_view.c \
                    policy/heat.c
+FUZZ_gguf_LIBS  := -lpcre2-8
+FUZZ_model_LIBS := -lpcre2-8
 FUZZ_gguf_CORPUS  := tests/fuzz/corpus
 FUZZ_model_CORPUS := tests/fuzz/corpus
 FUZZ_stats_CORPUS := tests/fuzz/corpus-stats
@@ -31,7 +34,7 @@ define fuzz-target
 $(FUZZ_DIR)/fuzz_$(1): $(FUZZ_$(1)_SRCS) $(wildcard engine/*.h kernels/*.h tools/tiermem-stat/*.h) \
     preload/stats_layout.h tests/fuzz/module.mk
 	@mkdir -p $$(@D)
-	clang $(FUZZ_CFLAGS) $(FUZZ_$(1)_SRCS) -o $$@
+	clang $(FUZZ_CFLAGS) $(FUZZ_$(1)_SRCS) $(FUZZ_$(1)_LIBS) -o $$@
 endef
 $(foreach t,$(FUZZ_TARGETS),$(eval $(call fuzz-target,$(t))))
 

@@ -138,7 +138,7 @@ static void load_kernels(const char *module_path, const char *twin_path) {
 /* Buffers: a host copy (the twin's), a device copy, and the device result             */
 /* ---------------------------------------------------------------------------------- */
 
-#define MAX_BUFS 16
+#define MAX_BUFS 128
 
 struct buf {
     void *host;     /* inputs; after a run, the twin's results */
@@ -236,7 +236,7 @@ static void run_both(int k, void *args, size_t args_bytes, int n_params, const s
 #define SIZES(family) static const size_t sizes_##family[] = {TM_PARAMS_##family(TM_P_SIZE)};
 SIZES(embed) SIZES(rmsnorm) SIZES(matmul) SIZES(rope) SIZES(silu_mul) SIZES(add)
 SIZES(kv_append) SIZES(attn_decode) SIZES(attn_prefill) SIZES(softmax) SIZES(argmax)
-SIZES(absmax) SIZES(set_threads)
+SIZES(absmax) SIZES(set_threads) SIZES(moe_route) SIZES(moe_matvec) SIZES(moe_combine)
 
 #define RUN_ID(id, family, geom, args)                                                  \
     run_both((id), &(args), sizeof(args), TM_NPARAMS_##family, sizes_##family,          \
@@ -305,12 +305,17 @@ static double *tol_new(int64_t n) {
 static const struct {
     int32_t wtype;
     const char *name;
-} WTYPES[] = {{TM_WTYPE_F32, "f32"}, {TM_WTYPE_F16, "f16"}, {TM_WTYPE_BF16, "bf16"}, {TM_WTYPE_Q8_0, "q8_0"}};
+} WTYPES[] = {{TM_WTYPE_F32, "f32"},   {TM_WTYPE_F16, "f16"},   {TM_WTYPE_BF16, "bf16"},
+              {TM_WTYPE_Q8_0, "q8_0"}, {TM_WTYPE_Q4_0, "q4_0"}, {TM_WTYPE_Q4_1, "q4_1"},
+              {TM_WTYPE_Q5_0, "q5_0"}, {TM_WTYPE_Q5_1, "q5_1"}, {TM_WTYPE_Q2_K, "q2_k"},
+              {TM_WTYPE_Q3_K, "q3_k"}, {TM_WTYPE_Q4_K, "q4_k"}, {TM_WTYPE_Q5_K, "q5_k"},
+              {TM_WTYPE_Q6_K, "q6_k"}};
+#define N_WTYPES (int)(sizeof WTYPES / sizeof WTYPES[0])
 static const char *const KV_NAMES[] = {"f32", "f16", "fp8_e4m3", "fp8_e5m2"};
 
 static void case_embed(uint64_t *rng) {
     const int32_t vocab = 1000, dim = 512, n = 37;
-    for (int w = 0; w < 4; w++) {
+    for (int w = 0; w < N_WTYPES; w++) {
         int32_t wt = WTYPES[w].wtype;
         void *table = buf_new((size_t)tm_wtype_row_bytes(wt, dim) * vocab);
         float *dense = malloc(sizeof(float) * vocab * dim);
@@ -345,7 +350,7 @@ static void case_rmsnorm(uint64_t *rng) {
 
 static void case_matmul(uint64_t *rng, int32_t n_tokens, int32_t n_in, int32_t n_out,
                         int32_t out_stride, int matvec) {
-    for (int w = 0; w < 4; w++) {
+    for (int w = 0; w < N_WTYPES; w++) {
         int32_t wt = WTYPES[w].wtype;
         void *wts = buf_new((size_t)tm_wtype_row_bytes(wt, n_in) * n_out);
         float *dense = malloc(sizeof(float) * (size_t)n_in * n_out);
@@ -382,7 +387,7 @@ static void case_rope(uint64_t *rng) {
     for (int i = 0; i < n; i++) pos[i] = (int32_t)(rng_next(rng) % 8192);
     float *x0 = malloc(sizeof(float) * n * stride);
     memcpy(x0, x, sizeof(float) * n * stride);
-    struct tm_args_rope a = {x, pos, n, heads, hd, hd, stride, 10000.0f};
+    struct tm_args_rope a = {x, pos, n, heads, hd, hd, stride, 10000.0f, NULL, 0};
     RUN(tm_rope, rope, rope, a);
     double *tol = tol_new((int64_t)n * stride);
     for (int64_t i = 0; i < (int64_t)n * stride; i++) {
@@ -390,6 +395,18 @@ static void case_rope(uint64_t *rng) {
         tol[i] = 16 * U * (fabsf(x0[pair]) + fabsf(x0[pair + 1]));
     }
     expect_close("rope 50 tokens x 32 heads x 128, positions < 8192", x, tol, (int64_t)n * stride);
+    /* NEOX pairs and frequency factors (Qwen; Llama 3.1's rope_freqs): same bounds. */
+    float *factors = buf_new(sizeof(float) * hd / 2);
+    for (int i = 0; i < hd / 2; i++) factors[i] = 1.0f + (float)(rng_next(rng) % 32);
+    memcpy(x, x0, sizeof(float) * n * stride);
+    struct tm_args_rope b = {x, pos, n, heads, hd, hd, stride, 500000.0f, factors, 1};
+    RUN(tm_rope, rope, rope, b);
+    for (int64_t i = 0; i < (int64_t)n * stride; i++) {
+        int64_t c = i % stride, d = c % hd, head0 = i - d, pair = d % (hd / 2);
+        tol[i] = c >= heads * hd ? 0 /* past the heads: untouched */
+                 : 16 * U * (fabsf(x0[head0 + pair]) + fabsf(x0[head0 + pair + hd / 2])) + 1e-37;
+    }
+    expect_close("rope, NEOX pairs with frequency factors", x, tol, (int64_t)n * stride);
     free(tol);
     free(x0);
     bufs_free();
@@ -592,6 +609,60 @@ static void case_prefill(uint64_t *rng, int32_t len, int32_t start) {
     }
 }
 
+/* Mixture of experts: routing (ids exact, weights to the softmax bound), the expert
+ * matvec of every weight type (the matvec bound, per slot, with token and slot rows), and
+ * the weighted combine (k products and sums: 2 gamma_{2k} sum |w y|). */
+static void case_moe(uint64_t *rng) {
+    const int32_t n = 9, n_expert = 8, top_k = 2, n_in = 256, n_out = 72;
+    float *logits = buf_new(sizeof(float) * n * n_expert);
+    fill_normal(logits, (int64_t)n * n_expert, 2.0f, rng);
+    logits[3] = logits[5]; /* a tie: the lower id first on both sides */
+    int32_t *ids = buf_new(sizeof(int32_t) * n * top_k);
+    float *gate = buf_new(sizeof(float) * n * top_k);
+    struct tm_args_moe_route r = {ids, gate, logits, n, n_expert, top_k};
+    RUN(tm_moe_route, moe_route, moe_route, r);
+    expect_exact("moe_route ids, 9 tokens over 8 experts, top 2", ids, sizeof(int32_t) * n * top_k);
+    double *tol = tol_new((int64_t)n * top_k);
+    for (int64_t i = 0; i < (int64_t)n * top_k; i++) tol[i] = 2 * (top_k + 8) * U * gate[i] + 1e-30;
+    expect_close("moe_route weights", gate, tol, (int64_t)n * top_k);
+    free(tol);
+    /* The twin's ids feed both sides from here on (every run uploads the host copies). */
+    for (int w = 0; w < N_WTYPES; w++) {
+        int32_t wt = WTYPES[w].wtype;
+        void *wts = buf_new((size_t)tm_wtype_row_bytes(wt, n_in) * n_out * n_expert);
+        float *dense = malloc(sizeof(float) * (size_t)n_in * n_out * n_expert);
+        make_weights(wt, wts, dense, (int64_t)n_out * n_expert, n_in, rng);
+        for (int per_slot = 0; per_slot < 2; per_slot++) {
+            int64_t x_rows = per_slot ? (int64_t)n * top_k : n;
+            float *x = buf_new(sizeof(float) * x_rows * n_in);
+            fill_normal(x, x_rows * n_in, 1.0f, rng);
+            float *out = buf_new(sizeof(float) * n * top_k * n_out);
+            struct tm_args_moe_matvec a = {out, x, wts, ids, n, top_k, n_expert, n_in, n_out, per_slot};
+            RUN_ID(tm_kernel_for_wtype(TM_K_tm_moe_matvec_f32, wt), moe_matvec, moe_matvec, a);
+            double *t2 = tol_new((int64_t)n * top_k * n_out);
+            for (int64_t sl = 0; sl < (int64_t)n * top_k; sl++)
+                for (int32_t o = 0; o < n_out; o++) {
+                    const float *wr = dense + ((int64_t)ids[sl] * n_out + o) * n_in;
+                    const float *xr = x + (per_slot ? sl : sl / top_k) * n_in;
+                    double mag = 0;
+                    for (int32_t i = 0; i < n_in; i++) mag += fabs((double)wr[i] * xr[i]);
+                    t2[sl * n_out + o] = 2 * gamma_n(n_in + 2) * mag;
+                }
+            char what[96];
+            snprintf(what, sizeof what, "moe_matvec_%s, x per %s", WTYPES[w].name, per_slot ? "slot" : "token");
+            expect_close(what, out, t2, (int64_t)n * top_k * n_out);
+            free(t2);
+        }
+        free(dense);
+    }
+    float *y = buf_new(sizeof(float) * n * top_k * n_out), *out = buf_new(sizeof(float) * n * n_out);
+    fill_normal(y, (int64_t)n * top_k * n_out, 1.0f, rng);
+    struct tm_args_moe_combine c = {out, y, gate, n, top_k, n_out};
+    RUN(tm_moe_combine, moe_combine, moe_combine, c);
+    expect_exact("moe_combine (no FMA on either side)", out, sizeof(float) * n * n_out);
+    bufs_free();
+}
+
 /* Counts of zero still launch one block (a grid is never empty): nothing may be written. */
 static void case_empty(void) {
     float *out = buf_new(4096), *x = buf_new(4096);
@@ -602,7 +673,7 @@ static void case_empty(void) {
     RUN(tm_embed_f32, embed, embed, e);
     struct tm_args_rmsnorm r = {out, x, x, 0, 16, 1e-5f};
     RUN(tm_rmsnorm, rmsnorm, rmsnorm, r);
-    struct tm_args_rope ro = {out, ids, 0, 2, 8, 8, 16, 10000.0f};
+    struct tm_args_rope ro = {out, ids, 0, 2, 8, 8, 16, 10000.0f, NULL, 0};
     RUN(tm_rope, rope, rope, ro);
     struct tm_args_kv_append k = {out, out, x, x, ids, 0, 2, 8, 16, 16, 16, 1, 1};
     RUN(tm_kv_append_f32, kv_append, kv_append, k);
@@ -655,6 +726,7 @@ int main(int argc, char **argv) {
     case_decode(&rng, 8, 1, 256, short_lens, 3);
     case_prefill(&rng, small ? 150 : 300, 0);
     case_prefill(&rng, small ? 150 : 300, small ? 120 : 250);
+    case_moe(&rng);
     case_empty();
     printf("1..%d\n", tap_n);
     if (tap_failed) printf("# %d of %d checks failed\n", tap_failed, tap_n);

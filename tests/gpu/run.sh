@@ -16,6 +16,8 @@
 #   4. tests/gpu/conformance.sh, when it exists (with --sim: its build only)
 #   5. tiermem-llm on stories260K, greedy, --kv-dtype f32: the reference prompt ids,
 #      32 generated ids, text and first-step logits of ../shared/models/README.md
+#   6. a generated Q4_K_M-style model (Q4_K and Q6_K tensors) and a mixture of experts on
+#      the device against the same models on simcuda's C twins
 #
 # Environment: O (build folder, default build), NVCC (default: $CUDA_HOME/bin/nvcc or
 # nvcc on PATH), TM_SHARED (folder holding models/, default ../shared beside the
@@ -244,6 +246,59 @@ if [ "$SIM" = 1 ] && [ -x "$LLM" ] && [ -f "$MODEL" ] && [ -f "$EMU" ]; then
     fail "emulated CUDA kernels: exit status $rc, ids '$got', want '432 383 286 261 376 298 315 421'"
     show_log "$LOGS/llm-emu.err" 10
   fi
+fi
+
+# --------------------------------------------------------------------------------------
+step "6. a Q4_K_M-style file and a mixture of experts on the device against the twins"
+# The same generated model on the device and on simcuda with the C twins: first-step
+# logits within 1e-3 of the largest logit (different summation orders, 4 layers), the
+# same first token, and how many of 16 greedy ids agree (informational: a random model's
+# near-ties may part later).
+MK=$B/bin/tiermem-mkmodel
+make -j"$JOBS" O="$O" NVCC="${NVCC:-/nonexistent/nvcc}" CUDA_HOME="$CUDA_HOME_USED" \
+  EXTRA_CFLAGS="$WNOERR" "$MK" "$B/lib/simcuda/libcuda.so.1" >"$LOGS/mkmodel-build.log" 2>&1 ||
+  show_log "$LOGS/mkmodel-build.log" 15
+if [ ! -x "$LLM" ] || [ ! -x "$MK" ]; then
+  skip "Q4_K_M-style model" "tiermem-llm or tiermem-mkmodel not built (see $O/gpu-logs/)"
+else
+  run_q() { # $1: log name; the rest: environment
+    local name=$1; shift
+    env "$@" timeout 120 "$LLM" -m "$QM" -p "once upon a time the little girl" -n 16 --kv-dtype f32 \
+      --kv-blocks 64 -v --dump-logits "$LOGS/$name.logits" >/dev/null 2>"$LOGS/$name.err"
+  }
+  for what in q4_k_m moe; do
+    QM=$LOGS/$what.gguf
+    if [ $what = q4_k_m ]; then
+      "$MK" -o "$QM" --type q4_k_m --layers 4 --dim 512 --heads 8 --kv-heads 2 --vocab 2048 --seed 3 >/dev/null
+    else
+      "$MK" -o "$QM" --type q4_k_m --experts 8 --experts-used 2 --expert-skew 4 --layers 2 --dim 512 --heads 8 \
+        --kv-heads 2 --ffn 512 --vocab 2048 --seed 3 >/dev/null
+    fi
+    if [ "$SIM" = 1 ]; then run_q $what-dev LD_LIBRARY_PATH="$B/lib/simcuda"; else run_q $what-dev; fi
+    rc_dev=$?
+    run_q $what-twin LD_LIBRARY_PATH="$B/lib/simcuda"
+    rc_twin=$?
+    if [ $rc_dev -ne 0 ] || [ $rc_twin -ne 0 ]; then
+      fail "$what model: exit status $rc_dev (device), $rc_twin (twins)"
+      show_log "$LOGS/$what-dev.err" 10
+      continue
+    fi
+    diff=$(paste -d' ' <(head -1 "$LOGS/$what-dev.logits") <(head -1 "$LOGS/$what-twin.logits") |
+      awk '{ h = NF / 2; m = 0; d = 0
+             for (k = 3; k <= h; k++) { a = $k < 0 ? -$k : $k; if (a > m) m = a
+                                         e = $k - $(k + h); if (e < 0) e = -e; if (e > d) d = e }
+             printf "%.3g %.3g", d, m }')
+    awk -v d="${diff% *}" -v m="${diff#* }" 'BEGIN { exit !(d <= 1e-3 * m) }' &&
+      pass "$what first-step logits: device and twins within 1e-3 of the largest (difference ${diff% *}, largest ${diff#* })" ||
+      fail "$what first-step logits differ by ${diff% *} (largest logit ${diff#* })"
+    dev_ids=$(sed -n 's/^tiermem-llm: seq 0 generated ids: //p' "$LOGS/$what-dev.err")
+    twin_ids=$(sed -n 's/^tiermem-llm: seq 0 generated ids: //p' "$LOGS/$what-twin.err")
+    same=$(paste -d' ' <(tr ' ' '\n' <<<"$dev_ids") <(tr ' ' '\n' <<<"$twin_ids") | awk '$1 == $2 { n++ } END { print n + 0 }')
+    [ -n "$dev_ids" ] && [ "${dev_ids%% *}" = "${twin_ids%% *}" ] &&
+      pass "$what model: the same first token on the device and the twins ($same of 16 greedy ids agree)" ||
+      fail "$what model: first tokens differ: device '$dev_ids', twins '$twin_ids'"
+    grep 'expert use' "$LOGS/$what-dev.err" | indent
+  done
 fi
 
 echo

@@ -21,6 +21,7 @@
 #include "kernels/kernels.h"
 #include "kernels/kv_elem.h"
 #include "kernels/kv_layout.h"
+#include "kernels/moe_route.h"
 #include "tools/simcuda/simcuda.h"
 
 namespace emu {

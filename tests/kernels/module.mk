@@ -4,10 +4,11 @@
 # the ranges each twin declares to simcuda's time model.
 KERNEL_TESTS := $(O)/tests/kernels/test_kernel_formats $(O)/tests/kernels/test_kernel_fp8_nvidia \
                 $(O)/tests/kernels/test_kernel_twins $(O)/tests/kernels/test_kernel_matmul \
-                $(O)/tests/kernels/test_kernel_attention $(O)/tests/kernels/test_kernel_touch
+                $(O)/tests/kernels/test_kernel_attention $(O)/tests/kernels/test_kernel_touch \
+                $(O)/tests/kernels/test_kernel_quants $(O)/tests/kernels/test_kernel_moe
 TEST_PROGS += $(KERNEL_TESTS)
 
-$(O)/tests/kernels/test_kernel_formats: $(O)/obj/tests/kernels/test_kernel_formats.o
+$(O)/tests/kernels/test_kernel_formats $(O)/tests/kernels/test_kernel_quants: $(O)/tests/kernels/%: $(O)/obj/tests/kernels/%.o
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) $^ -lcmocka -lm -o $@
 
@@ -18,7 +19,8 @@ $(O)/tests/kernels/test_kernel_fp8_nvidia: tests/kernels/test_kernel_fp8_nvidia.
 
 # The twin tests link the kernel library itself (rpath: build/lib beside build/tests).
 $(O)/tests/kernels/test_kernel_twins $(O)/tests/kernels/test_kernel_matmul \
-$(O)/tests/kernels/test_kernel_attention $(O)/tests/kernels/test_kernel_touch: $(O)/tests/kernels/%: $(O)/obj/tests/kernels/%.o $(O)/lib/libtiermem-kernels.so
+$(O)/tests/kernels/test_kernel_attention $(O)/tests/kernels/test_kernel_touch \
+$(O)/tests/kernels/test_kernel_moe: $(O)/tests/kernels/%: $(O)/obj/tests/kernels/%.o $(O)/lib/libtiermem-kernels.so
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) $< -L$(O)/lib -ltiermem-kernels -Wl,-rpath,'$$ORIGIN/../../lib' -lcmocka -lm -o $@
 

@@ -12,6 +12,7 @@
 #include "kernels/fp8.h"
 #include "kernels/kernels.h"
 #include "kernels/q8_0.h"
+#include "kernels/quantize.h"
 
 /* ---- random numbers (splitmix64: reproducible on every machine) ---- */
 
@@ -58,6 +59,10 @@ static inline void make_weights(int32_t wtype, void *w, float *dense /* [n_rows]
         case TM_WTYPE_Q8_0:
             tm_q8_0_quantize_row(row, d, n);
             tm_q8_0_dequantize_row(d, row, n);
+            break;
+        default: /* the block-quantised types of quants.h */
+            tm_quantize_row(wtype, row, d, n);
+            tm_dequantize_row(wtype, d, row, n);
             break;
         }
     }

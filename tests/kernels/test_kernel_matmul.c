@@ -3,8 +3,8 @@
  *
  * Tolerance per output: gamma_{n_in + 2} * sum_i |w_i x_i| (Higham's bound for a float
  * dot product summed in any order; +2 for the per-block scale product of Q8_0). The
- * weights' conversion to f32 is exact for every type (f16, bf16 widen exactly; a Q8_0
- * value d * q needs 11 + 7 significant bits), so nothing else enters. A wrong element,
+ * reference uses the f32 value each weight decodes to (quants.h, rounded as ggml rounds
+ * it), so nothing else enters. A wrong element,
  * a skipped block or a misplaced row is larger than this bound by orders of magnitude.
  * Also checked: columns of a wider output row (out_stride) are left alone; matvec and
  * matmul give the same bits; results do not depend on the thread count, nor on the
@@ -30,6 +30,15 @@ static const struct wtype_case CASES[] = {
     {TM_WTYPE_F16, "f16", tm_matvec_f16, tm_matmul_f16},
     {TM_WTYPE_BF16, "bf16", tm_matvec_bf16, tm_matmul_bf16},
     {TM_WTYPE_Q8_0, "q8_0", tm_matvec_q8_0, tm_matmul_q8_0},
+    {TM_WTYPE_Q4_0, "q4_0", tm_matvec_q4_0, tm_matmul_q4_0},
+    {TM_WTYPE_Q4_1, "q4_1", tm_matvec_q4_1, tm_matmul_q4_1},
+    {TM_WTYPE_Q5_0, "q5_0", tm_matvec_q5_0, tm_matmul_q5_0},
+    {TM_WTYPE_Q5_1, "q5_1", tm_matvec_q5_1, tm_matmul_q5_1},
+    {TM_WTYPE_Q2_K, "q2_k", tm_matvec_q2_k, tm_matmul_q2_k},
+    {TM_WTYPE_Q3_K, "q3_k", tm_matvec_q3_k, tm_matmul_q3_k},
+    {TM_WTYPE_Q4_K, "q4_k", tm_matvec_q4_k, tm_matmul_q4_k},
+    {TM_WTYPE_Q5_K, "q5_k", tm_matvec_q5_k, tm_matmul_q5_k},
+    {TM_WTYPE_Q6_K, "q6_k", tm_matvec_q6_k, tm_matmul_q6_k},
 };
 
 #define SENTINEL -12345.0f
@@ -89,9 +98,11 @@ static void check_against_reference(const char *what, const struct problem *p, c
     }
 }
 
+/* Every type whose block divides n_in (the k-quants need multiples of 256). */
 static void check_shape(int32_t n_tokens, int32_t n_in, int32_t n_out, int32_t out_stride) {
     for (size_t c = 0; c < sizeof CASES / sizeof CASES[0]; c++) {
         const struct wtype_case *k = &CASES[c];
+        if (tm_wtype_row_bytes(k->wtype, n_in) == 0) continue;
         struct problem p = make_problem(k->wtype, n_tokens, n_in, n_out, out_stride,
                                         (uint64_t)(1000 * c + n_in + n_out + n_tokens));
         char what[128];
@@ -109,6 +120,7 @@ static void test_decode_shapes(void **state) {
     check_shape(1, 64, 48, 48);    /* stories260K's attention */
     check_shape(1, 256, 130, 130); /* a row count that is no multiple of anything */
     check_shape(4, 96, 300, 320);  /* batched decode into a wider (fused QKV) row */
+    check_shape(4, 768, 300, 320); /* the same with k-quant rows (3 blocks of 256) */
 }
 
 static void test_prefill_shapes(void **state) {

@@ -69,24 +69,52 @@ static int read_at(const void *p, uint64_t bytes) {
 }
 
 /* An embedding gather declares the rows of its tokens and nothing else of the table (an
- * id out of range reads no row); it writes its output. */
-static void test_embed_reads_only_token_rows(void **state) {
-    (void)state;
-    const int32_t vocab = 1000, dim = 64;
-    int64_t row = tm_wtype_row_bytes(TM_WTYPE_F16, dim);
-    uint16_t *table = calloc((size_t)vocab, (size_t)row);
+ * id out of range reads no row); it writes its output. Block-quantised rows too. */
+static void check_embed_rows(int32_t wtype, simcuda_kernel_fn *kernel, int32_t dim) {
+    const int32_t vocab = 1000;
+    int64_t row = tm_wtype_row_bytes(wtype, dim);
+    uint8_t *table = calloc((size_t)vocab, (size_t)row);
     int32_t ids[4] = {5, 999, 5, -1};
-    float out[4 * 64];
+    float *out = calloc(4, (size_t)dim * sizeof(float));
+    size_t out_bytes = 4 * (size_t)dim * sizeof(float);
     assert_non_null(table);
+    assert_non_null(out);
     struct tm_args_embed a = {out, table, ids, 4, dim, vocab};
-    RECORDED_LAUNCH(tm_embed_f16, embed, embed, a);
+    RECORDED_LAUNCH(kernel, embed, embed, a);
     assert_int_equal(bytes_in(table, (size_t)vocab * row, 0), 3 * row);
-    assert_true(read_at((uint8_t *)table + 5 * row, row));
-    assert_true(read_at((uint8_t *)table + 999 * row, row));
+    assert_true(read_at(table + 5 * row, row));
+    assert_true(read_at(table + 999 * row, row));
     assert_int_equal(bytes_in(ids, sizeof ids, 0), sizeof ids);
-    assert_int_equal(bytes_in(out, sizeof out, 1), sizeof out);
+    assert_int_equal(bytes_in(out, out_bytes, 1), out_bytes);
     assert_int_equal(bytes_in(table, (size_t)vocab * row, 1), 0);
     free(table);
+    free(out);
+}
+
+static void test_embed_reads_only_token_rows(void **state) {
+    (void)state;
+    check_embed_rows(TM_WTYPE_F16, tm_embed_f16, 64);
+    check_embed_rows(TM_WTYPE_Q4_0, tm_embed_q4_0, 64);
+    check_embed_rows(TM_WTYPE_Q4_K, tm_embed_q4_k, 512);
+    check_embed_rows(TM_WTYPE_Q6_K, tm_embed_q6_k, 256);
+}
+
+/* The expert matvec declares only the experts its tokens chose, each once, however many
+ * slots chose it: heat sees the skew. */
+static void test_moe_matvec_reads_only_chosen_experts(void **state) {
+    (void)state;
+    const int32_t n_expert = 8, n_in = 64, n_out = 16;
+    int64_t expert_bytes = (int64_t)n_out * n_in * 4;
+    float *w = calloc((size_t)n_expert, (size_t)expert_bytes), x[3 * 64] = {0}, out[3 * 2 * 16];
+    int32_t ids[6] = {5, 2, 5, 7, 2, 5};
+    assert_non_null(w);
+    struct tm_args_moe_matvec a = {out, x, w, ids, 3, 2, n_expert, n_in, n_out, 0};
+    RECORDED_LAUNCH(tm_moe_matvec_f32, moe_matvec, moe_matvec, a);
+    assert_int_equal(bytes_in(w, (size_t)(n_expert * expert_bytes), 0), 3 * expert_bytes);
+    for (int e = 0; e < n_expert; e++)
+        assert_int_equal(read_at((uint8_t *)w + e * expert_bytes, (uint64_t)expert_bytes), e == 2 || e == 5 || e == 7);
+    assert_int_equal(bytes_in(out, sizeof out, 1), sizeof out);
+    free(w);
 }
 
 /* Decode attention reads the K and V pages of the blocks in each sequence's table up to
@@ -138,6 +166,7 @@ static void test_matmul_weight_passes(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_embed_reads_only_token_rows),
+        cmocka_unit_test(test_moe_matvec_reads_only_chosen_experts),
         cmocka_unit_test(test_attn_decode_reads_only_its_blocks),
         cmocka_unit_test(test_matmul_weight_passes),
     };

@@ -37,7 +37,7 @@ static void *xmalloc(size_t n) {
 /* ---------------------------------------------------------------------------------- */
 
 static void check_embed(int32_t wtype, simcuda_kernel_fn *kernel, int32_t n_tokens) {
-    const int32_t vocab = 50, dim = 96;
+    const int32_t vocab = 50, dim = tm_wtype_block(wtype) == 256 ? 512 : 96; /* whole blocks */
     uint64_t s = 100 + (uint64_t)wtype;
     void *table = xmalloc((size_t)tm_wtype_row_bytes(wtype, dim) * vocab);
     float *dense = xmalloc(sizeof(float) * vocab * dim);
@@ -65,6 +65,15 @@ static void test_embed(void **state) {
         check_embed(TM_WTYPE_F16, tm_embed_f16, n);
         check_embed(TM_WTYPE_BF16, tm_embed_bf16, n);
         check_embed(TM_WTYPE_Q8_0, tm_embed_q8_0, n);
+        check_embed(TM_WTYPE_Q4_0, tm_embed_q4_0, n);
+        check_embed(TM_WTYPE_Q4_1, tm_embed_q4_1, n);
+        check_embed(TM_WTYPE_Q5_0, tm_embed_q5_0, n);
+        check_embed(TM_WTYPE_Q5_1, tm_embed_q5_1, n);
+        check_embed(TM_WTYPE_Q2_K, tm_embed_q2_k, n);
+        check_embed(TM_WTYPE_Q3_K, tm_embed_q3_k, n);
+        check_embed(TM_WTYPE_Q4_K, tm_embed_q4_k, n);
+        check_embed(TM_WTYPE_Q5_K, tm_embed_q5_k, n);
+        check_embed(TM_WTYPE_Q6_K, tm_embed_q6_k, n);
     }
 }
 
@@ -108,8 +117,9 @@ static void test_rmsnorm(void **state) {
 /* rope                                                                                */
 /* ---------------------------------------------------------------------------------- */
 
+/* neox: pairs (i, i + rot_dim / 2); with_factors: a frequency factor per pair. */
 static void check_rope(int32_t n_tokens, int32_t n_heads, int32_t head_dim, int32_t rot_dim,
-                       int32_t row_stride, float base) {
+                       int32_t row_stride, float base, int32_t neox, int with_factors) {
     uint64_t s = 300 + (uint64_t)rot_dim;
     int64_t n = (int64_t)n_tokens * row_stride;
     float *x = xmalloc(sizeof(float) * n), *x0 = xmalloc(sizeof(float) * n);
@@ -117,7 +127,10 @@ static void check_rope(int32_t n_tokens, int32_t n_heads, int32_t head_dim, int3
     fill_normal(x0, n, 2.0f, &s);
     memcpy(x, x0, sizeof(float) * n);
     for (int32_t t = 0; t < n_tokens; t++) pos[t] = t == 0 ? 0 : (int32_t)(rng_next(&s) % 4096);
-    struct tm_args_rope a = {x, pos, n_tokens, n_heads, head_dim, rot_dim, row_stride, base};
+    float factors[TM_ATTN_MAX_HEAD_DIM / 2];
+    for (int32_t i = 0; i < rot_dim / 2; i++) factors[i] = 1.0f + (float)(i % 5) * 2.0f;
+    struct tm_args_rope a = {x, pos, n_tokens, n_heads, head_dim, rot_dim, row_stride, base,
+                             with_factors ? factors : NULL, neox};
     assert_null(tm_check_rope(&a));
     TWIN_LAUNCH(tm_rope, rope, rope, a);
     for (int32_t t = 0; t < n_tokens; t++)
@@ -128,11 +141,13 @@ static void check_rope(int32_t n_tokens, int32_t n_heads, int32_t head_dim, int3
                 assert_true(tm_f32_bits(x[k]) == tm_f32_bits(x0[k]));
                 continue;
             }
-            int32_t i = d / 2;
+            int32_t half = rot_dim / 2, i = neox ? d % half : d / 2, second = neox ? d >= half : d & 1;
             double angle = (double)pos[t] * pow(base, -2.0 * i / rot_dim);
-            double a0 = x0[k - (d & 1)], a1 = x0[k - (d & 1) + 1];
-            double want = d & 1 ? a0 * sin(angle) + a1 * cos(angle)
-                                : a0 * cos(angle) - a1 * sin(angle);
+            if (with_factors) angle /= factors[i];
+            int64_t k0 = neox ? k - d + i : k - (d & 1), k1 = neox ? k0 + half : k0 + 1;
+            double a0 = x0[k0], a1 = x0[k1];
+            double want = second ? a0 * sin(angle) + a1 * cos(angle)
+                                 : a0 * cos(angle) - a1 * sin(angle);
             if (fabs(x[k] - want) > 8 * U * (fabs(a0) + fabs(a1)))
                 fail_msg("rope token %d pos %d head %d dim %d: %.9g want %.9g", t, pos[t], h,
                          d, x[k], want);
@@ -142,9 +157,12 @@ static void check_rope(int32_t n_tokens, int32_t n_heads, int32_t head_dim, int3
 
 static void test_rope(void **state) {
     (void)state;
-    check_rope(5, 4, 16, 16, 64, 10000.0f);
-    check_rope(40, 8, 8, 8, 64, 10000.0f);      /* threaded; stories260K's heads */
-    check_rope(7, 4, 32, 16, 4 * 32 + 40, 500000.0f); /* partial rotation, wide rows */
+    check_rope(5, 4, 16, 16, 64, 10000.0f, 0, 0);
+    check_rope(40, 8, 8, 8, 64, 10000.0f, 0, 0);      /* threaded; stories260K's heads */
+    check_rope(7, 4, 32, 16, 4 * 32 + 40, 500000.0f, 0, 0); /* partial rotation, wide rows */
+    check_rope(6, 4, 32, 32, 4 * 32, 1000000.0f, 1, 0);     /* NEOX pairs (Qwen) */
+    check_rope(6, 2, 64, 48, 2 * 64 + 8, 500000.0f, 1, 1);  /* NEOX, partial, factors */
+    check_rope(40, 4, 16, 16, 64, 500000.0f, 0, 1);         /* Llama 3.1 frequency factors */
 }
 
 /* ---------------------------------------------------------------------------------- */
@@ -381,11 +399,13 @@ static void test_bad_arguments_are_refused(void **state) {
     TWIN_LAUNCH(tm_matvec_q8_0, matmul, matvec, a);
     assert_true(out[0] == -7.0f);
 
-    struct tm_args_rope r = {x, (const int32_t *)w, 1, 2, 8, 9, 16, 10000.0f}; /* odd rot_dim */
+    struct tm_args_rope r = {x, (const int32_t *)w, 1, 2, 8, 9, 16, 10000.0f, NULL, 0}; /* odd rot_dim */
     assert_non_null(tm_check_rope(&r));
     r.rot_dim = 8;
     assert_null(tm_check_rope(&r));
     r.row_stride = 15;
+    assert_non_null(tm_check_rope(&r));
+    r.row_stride = 16, r.neox = 2; /* a flag: 0 or 1 */
     assert_non_null(tm_check_rope(&r));
 
     int32_t bt[1] = {0}, len[1] = {1};
@@ -417,14 +437,28 @@ static void test_table(void **state) {
                         "tm_embed_bf16");
     assert_string_equal(tm_kernel_names[tm_kernel_for_kv(TM_K_tm_attn_prefill_f32, TM_KV_FP8_E5M2)],
                         "tm_attn_prefill_fp8_e5m2");
-    assert_int_equal(tm_kernel_for_wtype(TM_K_tm_matmul_f32, 2), -1); /* Q4_0: none */
+    static const struct { int32_t t; const char *name; } types[] = {
+        {TM_WTYPE_F32, "f32"},   {TM_WTYPE_F16, "f16"},   {TM_WTYPE_BF16, "bf16"},
+        {TM_WTYPE_Q8_0, "q8_0"}, {TM_WTYPE_Q4_0, "q4_0"}, {TM_WTYPE_Q4_1, "q4_1"},
+        {TM_WTYPE_Q5_0, "q5_0"}, {TM_WTYPE_Q5_1, "q5_1"}, {TM_WTYPE_Q2_K, "q2_k"},
+        {TM_WTYPE_Q3_K, "q3_k"}, {TM_WTYPE_Q4_K, "q4_k"}, {TM_WTYPE_Q5_K, "q5_k"},
+        {TM_WTYPE_Q6_K, "q6_k"},
+    };
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+        char want[32];
+        snprintf(want, sizeof want, "tm_matmul_%s", types[i].name);
+        assert_string_equal(tm_kernel_names[tm_kernel_for_wtype(TM_K_tm_matmul_f32, types[i].t)], want);
+        snprintf(want, sizeof want, "tm_embed_%s", types[i].name);
+        assert_string_equal(tm_kernel_names[tm_kernel_for_wtype(TM_K_tm_embed_f32, types[i].t)], want);
+    }
+    assert_int_equal(tm_kernel_for_wtype(TM_K_tm_matmul_f32, 9), -1); /* Q8_1: none */
     assert_int_equal(TM_NPARAMS_attn_decode, 16);
     /* A packed launch points at the struct's own fields, in order. */
     struct tm_args_rope r = {0};
     void *p[TM_NPARAMS_rope];
     tm_params_rope(&r, p);
     assert_ptr_equal(p[0], &r.x);
-    assert_ptr_equal(p[TM_NPARAMS_rope - 1], &r.base);
+    assert_ptr_equal(p[TM_NPARAMS_rope - 1], &r.neox);
 }
 
 int main(void) {

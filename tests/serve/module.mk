@@ -13,7 +13,8 @@ deps-npm:
 	  openai@$(OPENAI_NPM_VERSION) || \
 	  echo "warning: npm could not install openai@$(OPENAI_NPM_VERSION); tests/serve/test_serve_openai.sh will skip"
 
-$(O)/tests/test_chat_template: $(O)/obj/tests/serve/test_chat_template.o $(O)/obj/engine/chat_template.o
+$(O)/tests/test_chat_template: $(O)/obj/tests/serve/test_chat_template.o $(O)/obj/engine/chat.o \
+                               $(O)/obj/engine/gguf.o $(O)/obj/engine/error.o
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) $^ -lcmocka -o $@
 
