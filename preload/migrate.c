@@ -256,8 +256,8 @@ void tm_migrate_forget_in_child(void)
 void tm_migrate_shutdown(void)
 {
     tm_migrate_lock();
-    if (stream)
-        tm_release_call(tm_real.cuStreamDestroy_v2(stream));
+    if (stream) /* refused when the program released its context first: the stream went with it */
+        tm_real.cuStreamDestroy_v2(stream);
     stream = NULL;
     if (staging)
         tm_release_call(tm_real.cuMemAddressFree(staging, TM_MIGRATE_BATCH * staging_chunk));

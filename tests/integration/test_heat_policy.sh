@@ -22,9 +22,9 @@ json_field() { grep -o "\"$1\":[0-9]*" "$2" | head -n 1 | cut -d: -f2; }
 check "test model generated" test -s "$T/m.gguf"
 
 for kv in f32 fp8_e4m3; do
-  SIMCUDA_MEM=1G "$llm" -m "$T/m.gguf" -p "Once upon a time" -n 32 --kv-dtype $kv -v > /dev/null 2> "$T/ref-$kv.err"
+  SIMCUDA_MEM=1G "$llm" -m "$T/m.gguf" -p "Once upon a time" -n 96 --kv-dtype $kv -v > /dev/null 2> "$T/ref-$kv.err"
   env SIMCUDA_MEM=32M SIMCUDA_LOG=info "${limits[@]}" TIERMEM_POLICY=heat TIERMEM_STATS="$T/heat-$kv" \
-    LD_PRELOAD="$preload" "$llm" -m "$T/m.gguf" -p "Once upon a time" -n 32 --kv-dtype $kv -v \
+    LD_PRELOAD="$preload" "$llm" -m "$T/m.gguf" -p "Once upon a time" -n 96 --kv-dtype $kv -v \
     > /dev/null 2> "$T/heat-$kv.err"
   check_eq "heat, $kv KV: exit 0" "$?" 0
   check "heat, $kv KV: the reference generated tokens" test -n "$(ids "$T/ref-$kv.err")"
@@ -39,7 +39,7 @@ done
 
 # Everything fits in HBM: no migration at all.
 env SIMCUDA_MEM=1G TIERMEM_POLICY=heat TIERMEM_HEAT_HALFLIFE=1s TIERMEM_STATS="$T/fits" LD_PRELOAD="$preload" \
-  "$llm" -m "$T/m.gguf" -p "Once upon a time" -n 32 --kv-dtype f32 -v > /dev/null 2> "$T/fits.err"
+  "$llm" -m "$T/m.gguf" -p "Once upon a time" -n 96 --kv-dtype f32 -v > /dev/null 2> "$T/fits.err"
 "$stat" --json "$T/fits" > "$T/fits.json"
 check_eq "the model fits in HBM: 0 migrations, same tokens" \
   "$(json_field migrations "$T/fits.json") $(ids "$T/fits.err")" "0 $(ids "$T/ref-f32.err")"
