@@ -69,9 +69,16 @@ static bool parse_policy(const char *value, tm_config *config)
         config->policy = TM_POLICY_MANAGED;
     else if (strcasecmp(value, "managed-advised") == 0)
         config->policy = TM_POLICY_MANAGED_ADVISED;
+    else if (strcasecmp(value, "heat") == 0)
+        config->policy = TM_POLICY_HEAT;
     else
         return false;
     return true;
+}
+
+static bool parse_migrate_rate(const char *value, tm_config *config)
+{
+    return tm_parse_size(value, &config->migrate_rate);
 }
 
 static bool parse_meminfo(const char *value, tm_config *config)
@@ -80,6 +87,8 @@ static bool parse_meminfo(const char *value, tm_config *config)
         config->meminfo = TM_MEMINFO_PHYSICAL;
     else if (strcasecmp(value, "virtual") == 0)
         config->meminfo = TM_MEMINFO_VIRTUAL;
+    else if (strcasecmp(value, "available") == 0)
+        config->meminfo = TM_MEMINFO_AVAILABLE;
     else
         return false;
     return true;
@@ -163,11 +172,12 @@ static const variable variables[] = {
       "a size of at least 1 byte with an optional K, M, G or T suffix (e.g. 2M)" },
     { "TIERMEM_TIER_ORDER", parse_order,
       "comma-separated tiers from hbm, cxl and ddr, each at most once (e.g. hbm,cxl,ddr)" },
-    { "TIERMEM_POLICY", parse_policy, "size, managed or managed-advised" },
+    { "TIERMEM_POLICY", parse_policy, "size, heat, managed or managed-advised" },
+    { "TIERMEM_MIGRATE_RATE", parse_migrate_rate, "a size per second, e.g. 4G (0: chunks never move)" },
     { "TIERMEM_RULES", parse_rules,
       "comma-separated MATCH=TIER rules, MATCH being size>=N or size<N with N a size, or name=GLOB "
       "over tensor names, TIER one of hbm, cxl, ddr (e.g. name=token_embd.weight=ddr,size>=1G=cxl)" },
-    { "TIERMEM_MEMINFO", parse_meminfo, "physical or virtual" },
+    { "TIERMEM_MEMINFO", parse_meminfo, "available, physical or virtual" },
     { "TIERMEM_LOG", parse_log, "error, warn, info or debug" },
     { "TIERMEM_LOG_FILE", parse_log_file, "a file path" },
     { "TIERMEM_STATS", parse_stats, "off or a file path" },
@@ -186,9 +196,10 @@ void tm_config_defaults(tm_config *config)
     config->cxl_node = -1;
     config->ddr_node = -1;
     config->min_tiered = TM_DEFAULT_MIN_TIERED;
+    config->migrate_rate = TM_DEFAULT_MIGRATE_RATE;
     config->order = tm_default_tier_order;
     config->policy = TM_POLICY_SIZE;
-    config->meminfo = TM_MEMINFO_PHYSICAL;
+    config->meminfo = TM_MEMINFO_AVAILABLE;
     config->log_level = TM_LOG_WARN;
     strcpy(config->driver, TM_DEFAULT_DRIVER);
     config->heat = TM_HEAT_SOURCE_AUTO;
@@ -261,7 +272,7 @@ const char *tm_log_level_name(tm_log_level level)
 
 const char *tm_meminfo_view_name(tm_meminfo_view view)
 {
-    return view == TM_MEMINFO_VIRTUAL ? "virtual" : "physical";
+    return view == TM_MEMINFO_VIRTUAL ? "virtual" : view == TM_MEMINFO_AVAILABLE ? "available" : "physical";
 }
 
 const char *tm_heat_source_name(tm_heat_source source)
@@ -275,6 +286,7 @@ const char *tm_policy_name(tm_policy_kind policy)
     case TM_POLICY_SIZE: return "size";
     case TM_POLICY_MANAGED: return "managed";
     case TM_POLICY_MANAGED_ADVISED: return "managed-advised";
+    case TM_POLICY_HEAT: return "heat";
     }
     return "?";
 }

@@ -22,6 +22,8 @@ typedef enum tm_log_level {
 } tm_log_level;
 
 #define TM_DEFAULT_MIN_TIERED (2 * TM_MIB)
+/* A twelfth of a PCIe 5 x16 link (about 50 GB/s): migration leaves the link to the program. */
+#define TM_DEFAULT_MIGRATE_RATE (4 * TM_GIB)
 #define TM_DEFAULT_DRIVER "libcuda.so.1"
 #define TM_CONFIG_PATH_MAX 1024
 
@@ -52,6 +54,7 @@ typedef struct tm_config {
     uint64_t min_tiered;         /* TIERMEM_MIN_TIERED */
     tm_tier_order order;         /* TIERMEM_TIER_ORDER */
     tm_policy_kind policy;       /* TIERMEM_POLICY */
+    uint64_t migrate_rate;       /* TIERMEM_MIGRATE_RATE, bytes/s the heat policy may move */
     tm_rules rules;              /* TIERMEM_RULES */
     tm_meminfo_view meminfo;     /* TIERMEM_MEMINFO */
     tm_log_level log_level;      /* TIERMEM_LOG */

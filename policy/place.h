@@ -19,6 +19,7 @@ typedef enum tm_policy_kind {
     TM_POLICY_SIZE,             /* by size, rules and room */
     TM_POLICY_MANAGED,          /* the baseline: tiered allocations become managed memory */
     TM_POLICY_MANAGED_ADVISED,  /* the same with the usual advice (policy/managed.h) */
+    TM_POLICY_HEAT,             /* placed by size, then moved by heat (policy/rebalance.h) */
 } tm_policy_kind;
 
 typedef struct tm_policy {

@@ -106,14 +106,24 @@ void tm_meminfo(const tm_tiers *tiers, const tm_tier_order *order, tm_meminfo_vi
         hbm_free = driver_free;
     *total = hbm_total;
     *free = hbm_free;
-    if (view != TM_MEMINFO_VIRTUAL)
+    if (view == TM_MEMINFO_PHYSICAL)
         return;
+    uint64_t lower_total = 0, lower_room = 0;
     for (int i = 0; i < order->count; i++) {
         tm_tier_id tier = order->tier[i];
         const tm_tier_state *state = &tiers->tier[tier];
         if (tier == TM_TIER_HBM || !state->present)
             continue;
-        *total = saturating_add(*total, state->limit);
-        *free = saturating_add(*free, saturating_sub(state->limit, state->used));
+        lower_total = saturating_add(lower_total, state->limit);
+        lower_room = saturating_add(lower_room, saturating_sub(state->limit, state->used));
     }
+    if (view == TM_MEMINFO_VIRTUAL) {
+        *total = saturating_add(*total, lower_total);
+        *free = saturating_add(*free, lower_room);
+        return;
+    }
+    uint64_t movable = tiers->hbm_chunked < lower_room ? tiers->hbm_chunked : lower_room;
+    *free = saturating_add(*free, movable);
+    if (*free > *total)
+        *free = *total;
 }

@@ -47,6 +47,7 @@ typedef struct tm_tier_state {
 typedef struct tm_tiers {
     tm_tier_state tier[TM_TIER_COUNT];
     uint64_t hbm_reserve; /* HBM bytes tiered allocations leave free */
+    uint64_t hbm_chunked; /* HBM bytes held by chunks (they can move down to make room) */
 } tm_tiers;
 
 /* The HBM reserve when TIERMEM_HBM_RESERVE is not given: 1/64 of the HBM limit, in whole
@@ -61,11 +62,15 @@ uint64_t tm_tier_room(const tm_tiers *tiers, tm_tier_id tier);
 typedef enum tm_meminfo_view {
     TM_MEMINFO_PHYSICAL, /* what HBM really has, within its limit */
     TM_MEMINFO_VIRTUAL,  /* HBM plus the lower tiers of the tier order */
+    TM_MEMINFO_AVAILABLE,/* HBM's size; free counts the HBM chunks could leave by moving down */
 } tm_meminfo_view;
 
 /* Free and total memory in a view, from the driver's own answer and the tiers' budgets.
  * Physical: total = HBM limit, free = min(driver free, limit - used). Virtual adds, for each
- * present lower tier in `order`, its limit to total and its room to free. */
+ * present lower tier in `order`, its limit to total and its room to free. Available keeps
+ * the physical total and adds to free the HBM bytes chunks hold, as far as the lower tiers
+ * in `order` have room for them, never above the total: memory a new allocation gets
+ * because chunks spill or move down, as a program sizing a cache from free memory needs. */
 void tm_meminfo(const tm_tiers *tiers, const tm_tier_order *order, tm_meminfo_view view,
                 uint64_t driver_free, uint64_t driver_total, uint64_t *free, uint64_t *total);
 

@@ -13,6 +13,7 @@
 #include "preload/log.h"
 #include "preload/spill_note.h"
 #include "preload/managed.h"
+#include "preload/migrate.h"
 #include "preload/stats.h"
 
 /* Buffer ids of chunked allocations: above anything a driver hands out. */
@@ -212,6 +213,7 @@ uint64_t tm_alloc_move_chunks(tm_device *device, tm_alloc *a, uint64_t first, ui
     if (count > b->plan.chunks - first)
         count = b->plan.chunks - first;
     uint64_t chunk = b->plan.chunk_size, moved = 0;
+    tm_migrate_lock(); /* the rebalancer moves chunks too */
     pthread_mutex_lock(&device->place_lock);
     for (uint64_t i = first; i < first + count; i++) {
         tm_tier_id from = tm_backing_chunk_tier(b, i);
@@ -228,6 +230,7 @@ uint64_t tm_alloc_move_chunks(tm_device *device, tm_alloc *a, uint64_t first, ui
         moved++;
     }
     pthread_mutex_unlock(&device->place_lock);
+    tm_migrate_unlock();
     if (moved) {
         uint32_t chunks[TM_STATS_TIERS];
         for (int t = 0; t < TM_STATS_TIERS; t++)
@@ -284,8 +287,10 @@ void tm_free_chunked(tm_alloc *a, tm_wait wait, CUstream stream)
         tm_forget(a);
         return;
     }
+    tm_migrate_lock(); /* none of its chunks is mid-migration */
     charge_plan(&a->backing->plan, -1);
     tm_backing_destroy(a->backing);
+    tm_migrate_unlock();
     tm_stats_record_remove(a->stats_slot);
     tm_heat_alloc_detach(a);
     tm_stat_sub(tiered_count, 1);
@@ -434,6 +439,10 @@ void tm_forget_all_in_child(void)
     tm_range **taken = tm_registry_take(every, NULL, &count);
     for (size_t i = 0; i < count; i++) {
         tm_alloc *a = (tm_alloc *)taken[i];
+        if (a->backing)
+            free(a->backing->tier);
+        if (a->backing)
+            free(a->backing->moved);
         free(a->backing);
         tm_heat_alloc_detach(a);
         free(a);

@@ -148,21 +148,31 @@ tm_backing_failure tm_backing_create(const tm_plan *plan, const tm_backing_targe
 
 tm_tier_id tm_backing_chunk_tier(const tm_backing *b, uint64_t index)
 {
-    return b->tier_of ? (tm_tier_id)b->tier_of[index] : tm_plan_chunk_tier(&b->plan, index);
+    return b->tier ? (tm_tier_id)b->tier[index] : tm_plan_chunk_tier(&b->plan, index);
+}
+
+bool tm_backing_track_tiers(tm_backing *b)
+{
+    if (b->tier)
+        return true;
+    b->moved = calloc(b->plan.chunks, sizeof *b->moved);
+    b->tier = b->moved ? malloc((size_t)b->plan.chunks) : NULL;
+    if (!b->tier) {
+        free(b->moved);
+        b->moved = NULL;
+        return false;
+    }
+    for (uint64_t i = 0; i < b->plan.chunks; i++)
+        b->tier[i] = (uint8_t)tm_plan_chunk_tier(&b->plan, i);
+    return true;
 }
 
 bool tm_backing_replace_chunk(tm_backing *b, uint64_t index, tm_tier_id tier, const tm_backing_target *target)
 {
     if (b->pinned_host || index >= b->plan.chunks)
         return false;
-    if (!b->tier_of) {
-        uint8_t *tier_of = malloc((size_t)b->plan.chunks);
-        if (!tier_of)
-            return false;
-        for (uint64_t i = 0; i < b->plan.chunks; i++)
-            tier_of[i] = (uint8_t)tm_plan_chunk_tier(&b->plan, i);
-        b->tier_of = tier_of;
-    }
+    if (!tm_backing_track_tiers(b))
+        return false;
     uint64_t chunk = b->plan.chunk_size;
     CUdeviceptr at = b->base + index * chunk;
     CUmemAllocationProp prop = chunk_properties(target, tier);
@@ -190,9 +200,9 @@ bool tm_backing_replace_chunk(tm_backing *b, uint64_t index, tm_tier_id tier, co
     }
     tm_release_call(tm_real.cuMemRelease(b->handle[index]));
     b->handle[index] = fresh;
-    b->plan.per_tier[b->tier_of[index]]--;
+    b->plan.per_tier[b->tier[index]]--;
     b->plan.per_tier[tier]++;
-    b->tier_of[index] = (uint8_t)tier;
+    b->tier[index] = (uint8_t)tier;
     return true;
 }
 
@@ -204,6 +214,7 @@ void tm_backing_destroy(tm_backing *b)
     } else {
         vmm_undo(b, b->plan.chunks);
     }
-    free(b->tier_of);
+    free(b->tier);
+    free(b->moved);
     free(b);
 }

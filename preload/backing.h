@@ -26,8 +26,10 @@ typedef struct tm_backing {
     tm_plan plan;              /* the tier of every chunk */
     bool pinned_host;          /* pinned host memory, not VMM handles */
     void *host;                /* pinned_host: the host mapping (bytes long) */
-    uint8_t *tier_of;          /* [plan.chunks] once a chunk moved (plan.run is then stale;
-                                * plan.per_tier stays exact); NULL before */
+    uint8_t *tier;             /* [plan.chunks] the tier of each chunk once one migrated
+                                * (plan.per_tier stays true, its runs do not); else NULL */
+    uint32_t *moved;           /* [plan.chunks] with `tier`: the rebalance pass that last moved
+                                * each chunk (migrate.h), 0 for never */
     CUmemGenericAllocationHandle handle[]; /* VMM: [plan.chunks], one per chunk */
 } tm_backing;
 
@@ -46,6 +48,9 @@ tm_backing_failure tm_backing_create(const tm_plan *plan, const tm_backing_targe
 
 /* The tier chunk `index` lives in now. */
 tm_tier_id tm_backing_chunk_tier(const tm_backing *backing, uint64_t index);
+
+/* Before a chunk first moves: the per-chunk `tier` and `moved` arrays. False without memory. */
+bool tm_backing_track_tiers(tm_backing *backing);
 
 /* Puts chunk `index` in `tier` without keeping its bytes: a new handle there is mapped
  * at the same address and the old one released. Only for a chunk whose bytes are dead

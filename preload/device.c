@@ -9,6 +9,7 @@
 #include "preload/driver.h"
 #include "preload/heat.h"
 #include "preload/log.h"
+#include "preload/rebalancer.h"
 #include "preload/settings_check.h"
 #include "preload/state.h"
 #include "preload/stats.h"
@@ -113,6 +114,7 @@ static bool set_up(CUdevice ordinal)
     tm_stats_open(config, &setup);
     log_start_up(&found, config);
     tm_state_register_exit();
+    tm_rebalancer_start(&device, config->migrate_rate);
     return true;
 }
 
@@ -155,6 +157,7 @@ void tm_device_tiers_now(const tm_device *d, tm_tiers *tiers)
     *tiers = d->tiers;
     for (int t = 0; t < TM_TIER_COUNT; t++)
         tiers->tier[t].used = tm_stats_tier_used((tm_tier_id)t);
+    tiers->hbm_chunked = __atomic_load_n(&tm_stats->tier[TM_TIER_HBM].chunks, __ATOMIC_RELAXED) * d->policy.chunk_size;
 }
 
 /* ---------------------------------------------------------------- fork */

@@ -5,6 +5,7 @@
  * the source must be memory the interposer does not track (host memory). */
 #include "preload/alloc.h"
 #include "preload/hook.h"
+#include "preload/submit_gate.h"
 #include "preload/managed.h"
 #include "preload/provenance.h"
 
@@ -28,21 +29,21 @@ CUresult CUDAAPI cuMemcpyHtoD_v2(CUdeviceptr dstDevice, const void *srcHost, siz
 {
     TM_HOOK_ENTER(cuMemcpyHtoD_v2);
     tm_provenance_copy(dstDevice, srcHost, ByteCount, true);
-    return filled(tm_real.cuMemcpyHtoD_v2(dstDevice, srcHost, ByteCount), dstDevice);
+    return filled(TM_GATED(tm_real.cuMemcpyHtoD_v2(dstDevice, srcHost, ByteCount)), dstDevice);
 }
 
 CUresult CUDAAPI cuMemcpyHtoD_v2_ptds(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount)
 {
     TM_HOOK_ENTER(cuMemcpyHtoD_v2_ptds);
     tm_provenance_copy(dstDevice, srcHost, ByteCount, true);
-    return filled(tm_real.cuMemcpyHtoD_v2_ptds(dstDevice, srcHost, ByteCount), dstDevice);
+    return filled(TM_GATED(tm_real.cuMemcpyHtoD_v2_ptds(dstDevice, srcHost, ByteCount)), dstDevice);
 }
 
 CUresult CUDAAPI cuMemcpyHtoDAsync_v2(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount, CUstream hStream)
 {
     TM_HOOK_ENTER(cuMemcpyHtoDAsync_v2);
     tm_provenance_copy(dstDevice, srcHost, ByteCount, false);
-    return filled(tm_real.cuMemcpyHtoDAsync_v2(dstDevice, srcHost, ByteCount, hStream), dstDevice);
+    return filled(TM_GATED(tm_real.cuMemcpyHtoDAsync_v2(dstDevice, srcHost, ByteCount, hStream)), dstDevice);
 }
 
 CUresult CUDAAPI cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount,
@@ -50,33 +51,33 @@ CUresult CUDAAPI cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dstDevice, const void *sr
 {
     TM_HOOK_ENTER(cuMemcpyHtoDAsync_v2_ptsz);
     tm_provenance_copy(dstDevice, srcHost, ByteCount, false);
-    return filled(tm_real.cuMemcpyHtoDAsync_v2_ptsz(dstDevice, srcHost, ByteCount, hStream), dstDevice);
+    return filled(TM_GATED(tm_real.cuMemcpyHtoDAsync_v2_ptsz(dstDevice, srcHost, ByteCount, hStream)), dstDevice);
 }
 
 CUresult CUDAAPI cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount)
 {
     TM_HOOK_ENTER(cuMemcpy);
     tm_provenance_copy(dst, (const void *)(uintptr_t)src, ByteCount, true);
-    return maybe_filled(tm_real.cuMemcpy(dst, src, ByteCount), dst, src);
+    return maybe_filled(TM_GATED(tm_real.cuMemcpy(dst, src, ByteCount)), dst, src);
 }
 
 CUresult CUDAAPI cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount)
 {
     TM_HOOK_ENTER(cuMemcpy_ptds);
     tm_provenance_copy(dst, (const void *)(uintptr_t)src, ByteCount, true);
-    return maybe_filled(tm_real.cuMemcpy_ptds(dst, src, ByteCount), dst, src);
+    return maybe_filled(TM_GATED(tm_real.cuMemcpy_ptds(dst, src, ByteCount)), dst, src);
 }
 
 CUresult CUDAAPI cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream)
 {
     TM_HOOK_ENTER(cuMemcpyAsync);
     tm_provenance_copy(dst, (const void *)(uintptr_t)src, ByteCount, false);
-    return maybe_filled(tm_real.cuMemcpyAsync(dst, src, ByteCount, hStream), dst, src);
+    return maybe_filled(TM_GATED(tm_real.cuMemcpyAsync(dst, src, ByteCount, hStream)), dst, src);
 }
 
 CUresult CUDAAPI cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream)
 {
     TM_HOOK_ENTER(cuMemcpyAsync_ptsz);
     tm_provenance_copy(dst, (const void *)(uintptr_t)src, ByteCount, false);
-    return maybe_filled(tm_real.cuMemcpyAsync_ptsz(dst, src, ByteCount, hStream), dst, src);
+    return maybe_filled(TM_GATED(tm_real.cuMemcpyAsync_ptsz(dst, src, ByteCount, hStream)), dst, src);
 }

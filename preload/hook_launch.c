@@ -4,6 +4,7 @@
  * parameters of sampled launches (heat_launch.h) before they go. */
 #include "preload/heat_launch.h"
 #include "preload/hook.h"
+#include "preload/submit_gate.h"
 #include "preload/managed.h"
 
 CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
@@ -14,8 +15,8 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned in
     tm_managed_note_launch();
     tm_heat_on_launch(f, tm_launch_threads(gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ),
                       kernelParams, extra);
-    return tm_real.cuLaunchKernel(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes,
-                                  hStream, kernelParams, extra);
+    return TM_GATED(tm_real.cuLaunchKernel(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes,
+                                  hStream, kernelParams, extra));
 }
 
 CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
@@ -26,8 +27,8 @@ CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsign
     tm_managed_note_launch();
     tm_heat_on_launch(f, tm_launch_threads(gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ),
                       kernelParams, extra);
-    return tm_real.cuLaunchKernel_ptsz(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
-                                       sharedMemBytes, hStream, kernelParams, extra);
+    return TM_GATED(tm_real.cuLaunchKernel_ptsz(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
+                                       sharedMemBytes, hStream, kernelParams, extra));
 }
 
 CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra)
@@ -38,7 +39,7 @@ CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, vo
         tm_heat_on_launch(f, tm_launch_threads(config->gridDimX, config->gridDimY, config->gridDimZ,
                                                config->blockDimX, config->blockDimY, config->blockDimZ),
                           kernelParams, extra);
-    return tm_real.cuLaunchKernelEx(config, f, kernelParams, extra);
+    return TM_GATED(tm_real.cuLaunchKernelEx(config, f, kernelParams, extra));
 }
 
 CUresult CUDAAPI cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra)
@@ -49,5 +50,5 @@ CUresult CUDAAPI cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction 
         tm_heat_on_launch(f, tm_launch_threads(config->gridDimX, config->gridDimY, config->gridDimZ,
                                                config->blockDimX, config->blockDimY, config->blockDimZ),
                           kernelParams, extra);
-    return tm_real.cuLaunchKernelEx_ptsz(config, f, kernelParams, extra);
+    return TM_GATED(tm_real.cuLaunchKernelEx_ptsz(config, f, kernelParams, extra));
 }

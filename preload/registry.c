@@ -213,6 +213,31 @@ tm_range **tm_registry_take(bool (*match)(const tm_range *record, void *arg), vo
     return walk.found;
 }
 
+typedef struct each_walk {
+    unsigned shard;
+    void (*visit)(const tm_range *record, void *arg);
+    void *arg;
+} each_walk;
+
+static void visit_node(const void *node, VISIT which, void *closure)
+{
+    each_walk *walk = closure;
+    if (which != postorder && which != leaf)
+        return;
+    const tm_range *record = *(tm_range *const *)node;
+    if (shard_of(record->base) == walk->shard) /* once, from the shard of its base */
+        walk->visit(record, walk->arg);
+}
+
+void tm_registry_each(void (*visit)(const tm_range *record, void *arg), void *arg)
+{
+    each_walk walk = { .visit = visit, .arg = arg };
+    tm_registry_lock_all();
+    for (walk.shard = 0; walk.shard < TM_REGISTRY_SHARDS; walk.shard++)
+        twalk_r(shards[walk.shard].root, visit_node, &walk);
+    tm_registry_unlock_all();
+}
+
 void tm_registry_lock_all(void)
 {
     lock_set(~(uint64_t)0);

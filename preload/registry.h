@@ -40,6 +40,9 @@ bool tm_registry_find(uint64_t address, void (*read)(const tm_range *record, voi
  * that did not fit stay in the registry. */
 tm_range **tm_registry_take(bool (*match)(const tm_range *record, void *arg), void *arg, size_t *count);
 
+/* Calls `visit` on every record while none can go away (every shard locked: keep it short). */
+void tm_registry_each(void (*visit)(const tm_range *record, void *arg), void *arg);
+
 /* Records held now (a hint for fast paths: 0 means "nothing to look up"). */
 size_t tm_registry_count(void);
 

@@ -10,10 +10,13 @@
 #include "preload/device.h"
 #include "preload/heat.h"
 #include "preload/log.h"
+#include "preload/migrate.h"
 #include "preload/model_files.h"
+#include "preload/rebalancer.h"
 #include "preload/registry.h"
 #include "preload/stats.h"
 #include "preload/stream_free.h"
+#include "preload/submit_gate.h"
 #include "preload/vmm_handles.h"
 
 static tm_config config;
@@ -49,6 +52,9 @@ static void after_fork_in_child(void)
     tm_stream_free_forget_in_child();
     tm_stats_forget_in_child();
     tm_device_forget_in_child();
+    tm_gate_reinit_in_child();
+    tm_migrate_forget_in_child();
+    tm_rebalancer_forget_in_child();
 }
 
 /* ---------------------------------------------------------------- start-up */
@@ -113,8 +119,10 @@ static void at_exit(void)
 {
     if (exit_pid != getpid())
         return; /* a fork child that never allocated: the parent's memory is not its own */
+    tm_rebalancer_stop();
     tm_stream_free_finish(NULL, true);
     tm_release_all_at_exit();
+    tm_migrate_shutdown();
     log_exit_summary();
     tm_stats_close();
 }

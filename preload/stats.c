@@ -430,6 +430,16 @@ void tm_stats_record_flag(int slot, uint32_t flags)
     __atomic_fetch_add(&r->seq, 1, __ATOMIC_RELEASE);
 }
 
+void tm_stats_record_chunks(int slot, const uint32_t chunks[TM_STATS_TIERS])
+{
+    if (slot < 0 || !region)
+        return;
+    tm_stats_record *r = &records[slot];
+    __atomic_fetch_add(&r->seq, 1, __ATOMIC_ACQ_REL);
+    memcpy(r->chunks, chunks, sizeof r->chunks);
+    __atomic_fetch_add(&r->seq, 1, __ATOMIC_RELEASE);
+}
+
 /* ---------------------------------------------------------------- lifetime */
 
 void tm_stats_close(void)

@@ -54,6 +54,8 @@ void tm_stats_record_remove(int slot);
 void tm_stats_record_update(int slot, const uint32_t chunks[TM_STATS_TIERS], const char *name, uint32_t tensors);
 /* Sets more TM_STATS_RECORD_* bits on a live record. */
 void tm_stats_record_flag(int slot, uint32_t flags);
+/* After a migration: the record's chunks per tier. */
+void tm_stats_record_chunks(int slot, const uint32_t chunks[TM_STATS_TIERS]);
 
 /* Heat of a record's chunks: attach gives the record `chunk_count` entries of the heat
  * pool (false when the region is absent or the pool is full); publish copies chunks

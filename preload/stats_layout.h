@@ -110,7 +110,15 @@ typedef struct tm_stats_header {
     uint64_t passthrough_total; /* calls turned into plain pass-through by an internal error */
     uint64_t records_used;    /* records in use now */
     uint64_t records_dropped; /* chunked allocations without a record (region full) */
-    uint64_t reserved[8];
+    /* migration (in what was reserved space: the layout is unchanged) */
+    uint64_t migrations;      /* chunks moved to another tier */
+    uint64_t migrated_bytes;
+    uint64_t migration_rewrites; /* batches copied again: work was submitted during the copy */
+    uint64_t pool_hits;       /* migrations served by a pooled chunk */
+    uint64_t pool_misses;     /* ... that created one */
+    uint64_t ping_pongs;      /* chunks moved back to the tier they left in the last rebalance */
+    uint64_t last_rebalance_ns; /* CLOCK_MONOTONIC of the rebalancer's last pass, 0 before */
+    uint64_t migrate_rate;    /* its budget, bytes/s (0: no rebalancer) */
     /* heat (version 2) */
     uint64_t heat_records_offset; /* tm_stats_heat_record[record_capacity], one per record */
     uint32_t heat_record_size;    /* sizeof(tm_stats_heat_record) */

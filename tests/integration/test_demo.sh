@@ -21,6 +21,10 @@ check "simulated step times are shown, the tiered one slower than all-HBM" awk '
   /all of it in HBM/ { for (i = 1; i <= NF; i++) if ($i == "ms") r = $(i - 1) }
   /x the all-HBM step/ { for (i = 1; i <= NF; i++) if ($i == "ms") t = $(i - 1) }
   END { print "# all-HBM " r " ms, tiered " t " ms"; exit !(r > 0 && t > r) }' "$out"
+check "with no settings the engine starts and generates the reference's tokens" \
+  grep -q '^        the same [0-9]* tokens as the reference' "$out"
+check "size and heat are shown side by side, both with the reference's tokens" \
+  test "$(grep -cE 'TIERMEM_POLICY=(size|heat) +[0-9.]+ tokens/s, tokens as the reference' "$out")" -eq 2
 check "stories260K writes readable text under tiermem" grep -q 'with tiermem: Once upon a time, there was a little girl' "$out"
 [ "$_tap_failed" -eq 0 ] || cat "$out"
 done_testing

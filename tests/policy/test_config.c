@@ -142,8 +142,9 @@ static void test_defaults(void **state)
     assert_int_equal(c.order.tier[1], TM_TIER_CXL);
     assert_int_equal(c.order.tier[2], TM_TIER_DDR);
     assert_int_equal(c.policy, TM_POLICY_SIZE);
+    assert_true(c.migrate_rate == 4ull << 30);
     assert_int_equal(c.rules.count, 0);
-    assert_int_equal(c.meminfo, TM_MEMINFO_PHYSICAL);
+    assert_int_equal(c.meminfo, TM_MEMINFO_AVAILABLE);
     assert_int_equal(c.log_level, TM_LOG_WARN);
     assert_string_equal(c.log_file, "");
     assert_false(c.stats_off);
@@ -165,7 +166,8 @@ static void test_good_values(void **state)
     setenv("TIERMEM_DDR_NODE", "0", 1);
     setenv("TIERMEM_MIN_TIERED", "4M", 1);
     setenv("TIERMEM_TIER_ORDER", "hbm,ddr", 1);
-    setenv("TIERMEM_POLICY", "size", 1);
+    setenv("TIERMEM_POLICY", "heat", 1);
+    setenv("TIERMEM_MIGRATE_RATE", "1G", 1);
     setenv("TIERMEM_RULES", "size>=1G=cxl,size<4M=hbm", 1);
     setenv("TIERMEM_MEMINFO", "virtual", 1);
     setenv("TIERMEM_LOG", "debug", 1);
@@ -188,6 +190,8 @@ static void test_good_values(void **state)
     assert_int_equal(c.cxl_node, 1);
     assert_int_equal(c.ddr_node, 0);
     assert_int_equal(c.min_tiered, 4 << 20);
+    assert_int_equal(c.policy, TM_POLICY_HEAT);
+    assert_int_equal(c.migrate_rate, 1 << 30);
     assert_int_equal(c.order.count, 2);
     assert_int_equal(c.order.tier[1], TM_TIER_DDR);
     assert_int_equal(c.rules.count, 2);
@@ -269,14 +273,16 @@ static const bad_case bad_cases[] = {
     { "TIERMEM_TIER_ORDER", "hbm,hbm", "each at most once" },
     { "TIERMEM_TIER_ORDER", "hbm,,ddr", "each at most once" },
     { "TIERMEM_TIER_ORDER", "gpu,ddr", "each at most once" },
-    { "TIERMEM_POLICY", "heat", "expected size, managed or managed-advised;" },
+    { "TIERMEM_POLICY", "lru", "expected size, heat, managed or managed-advised;" },
+    { "TIERMEM_MIGRATE_RATE", "fast", "a size per second" },
+    { "TIERMEM_MIGRATE_RATE", "-1G", "a size per second" },
     { "TIERMEM_RULES", "size>1G=cxl", "MATCH=TIER" },
     { "TIERMEM_RULES", "size>=1G=nvme", "MATCH=TIER" },
     { "TIERMEM_RULES", "size>=1G", "MATCH=TIER" },
     { "TIERMEM_RULES", "size<=4M=hbm", "MATCH=TIER" },
     { "TIERMEM_RULES", "name==cxl", "MATCH=TIER" },
     { "TIERMEM_RULES", "size>=1G=cxl,", "MATCH=TIER" },
-    { "TIERMEM_MEMINFO", "both", "physical or virtual" },
+    { "TIERMEM_MEMINFO", "both", "available, physical or virtual" },
     { "TIERMEM_LOG", "verbose", "error, warn, info or debug" },
     { "TIERMEM_HEAT", "auto", "launch, ebpf or off" },
     { "TIERMEM_HEAT", "perf", "launch, ebpf or off" },

@@ -119,6 +119,27 @@ static void test_meminfo_views(void **state)
     assert_true(tm_tier_order_parse("hbm,ddr", &hbm_ddr));
     tm_meminfo(&t, &hbm_ddr, TM_MEMINFO_VIRTUAL, 15 * TM_GIB, 16 * TM_GIB, &free, &total);
     assert_int_equal(total, TM_GIB + 256 * TM_MIB);
+    /* available: the HBM size, and free counts chunks that can move down */
+    t.hbm_chunked = 200 * TM_MIB;
+    tm_meminfo(&t, &tm_default_tier_order, TM_MEMINFO_AVAILABLE, 15 * TM_GIB, 16 * TM_GIB, &free, &total);
+    assert_int_equal(total, TM_GIB);
+    assert_int_equal(free, TM_GIB - 100 * TM_MIB);
+    /* HBM full of chunks: free is what the lower tiers can take of them, capped at the total */
+    t.tier[TM_TIER_HBM].used = TM_GIB;
+    t.hbm_chunked = TM_GIB;
+    tm_meminfo(&t, &hbm_ddr, TM_MEMINFO_AVAILABLE, 15 * TM_GIB, 16 * TM_GIB, &free, &total);
+    assert_int_equal(free, 256 * TM_MIB);
+    tm_meminfo(&t, &tm_default_tier_order, TM_MEMINFO_AVAILABLE, 15 * TM_GIB, 16 * TM_GIB, &free, &total);
+    assert_int_equal(free, 412 * TM_MIB + 256 * TM_MIB);
+    t.tier[TM_TIER_CXL].limit = 4 * TM_GIB; /* more room below than HBM holds: the total */
+    tm_meminfo(&t, &tm_default_tier_order, TM_MEMINFO_AVAILABLE, 15 * TM_GIB, 16 * TM_GIB, &free, &total);
+    assert_int_equal(free, TM_GIB);
+    /* no lower tier: nothing can move down */
+    tm_tier_order hbm_only;
+    assert_true(tm_tier_order_parse("hbm", &hbm_only));
+    t.tier[TM_TIER_CXL].limit = 512 * TM_MIB;
+    tm_meminfo(&t, &hbm_only, TM_MEMINFO_AVAILABLE, 15 * TM_GIB, 16 * TM_GIB, &free, &total);
+    assert_int_equal(free, 0);
 }
 
 /* ---------------------------------------------------------------- rules */

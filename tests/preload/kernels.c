@@ -1,11 +1,15 @@
 /* kernels.c — host kernels for the interposer tests (a simcuda module).
  *
  *   add_bytes(uint8_t *data, uint64_t n, uint32_t delta): data[i] += delta, for i < n
+ *   check_stamp(uint32_t *data, uint64_t n, uint32_t seed, uint32_t version, uint64_t *bad):
+ *       counts into *bad the bytes of data[0, n) that differ from stamp(seed, i, version),
+ *       then writes stamp(seed, i, version + 1) (migrate_stress.c)
  *
  * It touches every byte of its range from the "device" side, so a chunk mapped without
  * access or in the wrong place faults or reads wrong values. */
 #include <stdint.h>
 
+#include "tests/preload/stamp.h"
 #include "tools/simcuda/simcuda.h"
 
 SIMCUDA_MODULE();
@@ -17,4 +21,22 @@ SIMCUDA_KERNEL(add_bytes)
     uint32_t delta = SIMCUDA_ARG(launch, 2, uint32_t);
     for (uint64_t i = 0; i < n; i++)
         data[i] = (uint8_t)(data[i] + delta);
+}
+
+SIMCUDA_KERNEL(check_stamp)
+{
+    uint32_t *data = SIMCUDA_ARG(launch, 0, uint32_t *); /* [n] */
+    uint64_t n = SIMCUDA_ARG(launch, 1, uint64_t);
+    uint32_t seed = SIMCUDA_ARG(launch, 2, uint32_t);
+    uint32_t version = SIMCUDA_ARG(launch, 3, uint32_t);
+    uint64_t *bad = SIMCUDA_ARG(launch, 4, uint64_t *); /* [1] */
+    uint64_t wrong = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        uint32_t diff = data[i] ^ test_stamp(seed, i, version);
+        for (; diff; diff >>= 8)
+            wrong += (diff & 0xff) != 0;
+        data[i] = test_stamp(seed, i, version + 1);
+    }
+    if (wrong)
+        __atomic_fetch_add(bad, wrong, __ATOMIC_RELAXED);
 }

@@ -5,6 +5,7 @@
 #   $(O)/tests/preload/doors          reaches the driver through every door
 #   $(O)/tests/preload/serving        what serving stacks do: pools of their own, stream-ordered
 #                                     frees, graphs
+#   $(O)/tests/preload/migrate_stress chunks migrate while 8 streams check their data
 #   $(O)/tests/preload/kernels.so     its host kernels (a simcuda module)
 #   $(O)/tests/preload/filecopy       loads a model file as programs do (mmap, pread, staging)
 
@@ -37,6 +38,11 @@ $(PRELOAD_TEST_DIR)/heat_probe: $(O)/obj/tests/preload/heat_probe.o $(O)/obj/tes
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) $(filter %.o,$^) -o $@ $(PRELOAD_TEST_LINK)
 
+$(PRELOAD_TEST_DIR)/migrate_stress: $(O)/obj/tests/preload/migrate_stress.o $(O)/obj/tests/preload/probe_util.o \
+    $(O)/lib/simcuda/libcuda.so.1 | $(PRELOAD_TEST_KERNELS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) $(filter %.o,$^) -o $@ $(PRELOAD_TEST_LINK)
+
 $(PRELOAD_TEST_DIR)/serving: $(O)/obj/tests/preload/serving.o $(O)/obj/tests/preload/probe_util.o \
     $(O)/lib/simcuda/libcuda.so.1 | $(PRELOAD_TEST_KERNELS)
 	@mkdir -p $(@D)
@@ -61,5 +67,11 @@ TEST_SCRIPTS += $(sort $(wildcard tests/preload/test_*.sh))
 
 # The shell tests need these built by `make test`.
 test-progs: $(PRELOAD_TEST_DIR)/probe $(PRELOAD_TEST_DIR)/doors $(PRELOAD_TEST_DIR)/heat_probe \
-            $(PRELOAD_TEST_DIR)/serving $(PRELOAD_TEST_DIR)/filecopy $(PRELOAD_TEST_KERNELS) \
+            $(PRELOAD_TEST_DIR)/serving $(PRELOAD_TEST_DIR)/filecopy $(PRELOAD_TEST_DIR)/migrate_stress \
+            $(PRELOAD_TEST_KERNELS) \
             $(O)/lib/libtiermem.so $(O)/bin/tiermem-stat
+
+# `make stress`: the migration integrity test at full length (10^6 chunk migrations).
+.PHONY: stress
+stress: all $(PRELOAD_TEST_DIR)/migrate_stress $(PRELOAD_TEST_KERNELS) $(O)/bin/tiermem-stat
+	@O=$(O) TM_STRESS_MIGRATIONS=$${TM_STRESS_MIGRATIONS:-1000000} tests/run.sh tests/preload/test_preload_migrate.sh

@@ -10,6 +10,8 @@ SIM=(SIMCUDA_MEM=512M SIMCUDA_NUMA_NODES=0,1)
 # ---------------------------------------------------------------- memory-info views
 lines() { grep '^info ' <<<"$1" | sed -n "$2p"; }
 phys=$(under_tiermem "${SIM[@]}" TIERMEM_HBM_LIMIT=256M TIERMEM_CXL_NODE=1 TIERMEM_CXL_LIMIT=1G \
+       TIERMEM_DDR_LIMIT=256M TIERMEM_MEMINFO=physical -- "$PROBE" meminfo 64M 600M 2>&1)
+avail=$(under_tiermem "${SIM[@]}" TIERMEM_HBM_LIMIT=256M TIERMEM_CXL_NODE=1 TIERMEM_CXL_LIMIT=1G \
        TIERMEM_DDR_LIMIT=256M -- "$PROBE" meminfo 64M 600M 2>&1)
 virt=$(under_tiermem "${SIM[@]}" TIERMEM_HBM_LIMIT=256M TIERMEM_CXL_NODE=1 TIERMEM_CXL_LIMIT=1G \
        TIERMEM_DDR_LIMIT=256M TIERMEM_MEMINFO=virtual -- "$PROBE" meminfo 64M 600M 2>&1)
@@ -24,6 +26,9 @@ check_eq "physical view after freeing everything" "$(lines "$phys" 4)" "$(lines 
 check_eq "virtual view at start: HBM plus the CXL and DDR limits" "$(lines "$virt" 1)" \
   "info $((1536 * MIB)) $((1536 * MIB)) $((1536 * MIB))"
 check_eq "virtual view after 664 MiB" "$(lines "$virt" 3)" "info $((872 * MIB)) $((1536 * MIB)) $((1536 * MIB))"
+check_eq "available view (the default) after 664 MiB: HBM full of chunks that can move down, all free" \
+  "$(lines "$avail" 3)" "info $((256 * MIB)) $((256 * MIB)) $((256 * MIB))"
+check_eq "available view after freeing everything" "$(lines "$avail" 4)" "$(lines "$phys" 1)"
 check_eq "without the interposer the driver's own answer" "$(lines "$plain" 1)" \
   "info $((512 * MIB)) $((512 * MIB)) $((512 * MIB))"
 
@@ -100,7 +105,7 @@ long=$(printf '/x%.0s' $(seq 700))
 bad=(
   "TIERMEM_DISABLE=2" "TIERMEM_HBM_LIMIT=12Q" "TIERMEM_CXL_LIMIT=-1" "TIERMEM_DDR_LIMIT=1.5"
   "TIERMEM_HBM_RESERVE=lots" "TIERMEM_CXL_NODE=2000" "TIERMEM_DDR_NODE=x" "TIERMEM_MIN_TIERED=0"
-  "TIERMEM_TIER_ORDER=hbm,gpu" "TIERMEM_POLICY=heat" "TIERMEM_RULES=size>1G=cxl" "TIERMEM_MEMINFO=both"
+  "TIERMEM_TIER_ORDER=hbm,gpu" "TIERMEM_POLICY=lru" "TIERMEM_RULES=size>1G=cxl" "TIERMEM_MEMINFO=both"
   "TIERMEM_LOG=loud" "TIERMEM_LOG_FILE=$long" "TIERMEM_STATS=$long" "TIERMEM_DRIVER=$long"
 )
 for setting in "${bad[@]}"; do

@@ -53,5 +53,5 @@ check_eq "allocations below TIERMEM_MIN_TIERED stay plain device memory" \
 
 out=$(under_tiermem "${SIM[@]}" TIERMEM_POLICY=managed-hinted -- "$PROBE" pieces 4M 2M 2>&1); rc=$?
 check "a misspelt policy is named with what it accepts" \
-  grep -q "TIERMEM_POLICY='managed-hinted' is not valid: expected size, managed or managed-advised" <<<"$out"
+  grep -q "TIERMEM_POLICY='managed-hinted' is not valid: expected size, heat, managed or managed-advised" <<<"$out"
 done_testing

@@ -124,7 +124,7 @@ say "        for $(mib "$(field weight_bytes <<<"$summary")") of weights, $(mib 
     "in $(field device_allocs <<<"$summary") allocations (large ones placed in 2 MiB chunks)"
 say
 say "      The KV pool the engine sized from cuMemGetInfo (90% of what it reports free):"
-for view in physical virtual; do
+for view in physical available virtual; do
   run_llm "$work/kv-$view.log" SIMCUDA_MEM=$device_mem "${tiering[@]}" TIERMEM_MEMINFO=$view \
     LD_PRELOAD="$interposer" -- -m "$model" -p "$prompt" -n 1 --gpu-memory-utilization 0.9
   pool=$(grep 'kv pool:' "$work/kv-$view.log")
@@ -136,7 +136,27 @@ for view in physical virtual; do
     printf '        TIERMEM_MEMINFO=%-9s no pool: %s\n' "$view" "$(grep '^error:' "$work/kv-$view.log")"
   fi
 done
-say "      physical: only what HBM has left; virtual: HBM plus the tiers the process may spill into."
+say "      physical: only what HBM has left; available (the default): also the HBM chunks could leave"
+say "      by moving down; virtual: HBM plus the tiers the process may spill into."
+say
+say "      With no settings at all (LD_PRELOAD only, no TIERMEM_* variables, no engine flags but -m -p -n):"
+run_llm "$work/default.log" SIMCUDA_MEM=$device_mem LD_PRELOAD="$interposer" -- -m "$model" -p "$prompt" -n $tokens -v ||
+  { tail -n 5 "$work/default.log"; exit 1; }
+default_ids=$(ids_of "$work/default.log")
+say "        $(grep 'kv pool:' "$work/default.log" | sed 's/^tiermem-llm: //' | cut -c1-100)"
+if [ "$default_ids" = "$reference_ids" ]; then
+  say "        the same $tokens tokens as the reference"
+else
+  say "        generated ids: $default_ids (NOT the reference's)"
+fi
+say "      Placement policies side by side (simulated decode tokens/s on an H200, PCIe 5):"
+for policy in size heat; do
+  run_llm "$work/policy-$policy.log" SIMCUDA_MEM=$device_mem "${tiering[@]}" TIERMEM_POLICY=$policy \
+    LD_PRELOAD="$interposer" -- -m "$model" -p "$prompt" -n $tokens -v
+  printf '        TIERMEM_POLICY=%-5s %8s tokens/s%s\n' "$policy" \
+    "$(grep 'summary:' "$work/policy-$policy.log" | field sim_decode_tok_s)" \
+    "$([ "$(ids_of "$work/policy-$policy.log")" = "$reference_ids" ] && echo ", tokens as the reference")"
+done
 say
 
 # ------------------------------------------------------------------ 4. a real model

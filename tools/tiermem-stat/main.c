@@ -67,6 +67,22 @@ static const char *state_name(const tm_stats_header *h)
 
 /* ---------------------------------------------------------------- table */
 
+/* "migrations 12 (24 MiB; 3 copied again), pool 10 hit 2 missed, ping-pongs 0": only
+ * once something moved. */
+static void print_migration_summary(const tm_stats_header *h)
+{
+    if (!h->migrations && !h->migrate_rate)
+        return;
+    char a[32];
+    printf("migrations %llu (%s; %llu copied again), pool %llu hit %llu missed, ping-pongs %llu",
+           (unsigned long long)h->migrations, tm_format_size(h->migrated_bytes, a, sizeof a),
+           (unsigned long long)h->migration_rewrites, (unsigned long long)h->pool_hits,
+           (unsigned long long)h->pool_misses, (unsigned long long)h->ping_pongs);
+    if (h->migrate_rate)
+        printf(", budget %s/s", tm_format_size(h->migrate_rate, a, sizeof a));
+    printf("\n");
+}
+
 static void print_heat_summary(const tm_stats_header *h)
 {
     printf("heat: %.16s, half-life %.3gs; %llu of %llu launches sampled (now 1 in %llu, %llu ns each)%s\n",
@@ -109,6 +125,7 @@ static void print_table(const tm_stats_snapshot *s, const char *path, const size
            (unsigned long long)h->passthrough_total, (unsigned long long)h->records_used,
            (unsigned long long)h->records_dropped);
     print_heat_summary(h);
+    print_migration_summary(h);
     if (s->record_count) {
         printf("\n%-18s %12s %8s %8s %8s %8s %-5s  %-18s %s\n", "address", "size", "hbm", "cxl", "ddr", "heat",
                "class", "allocated with", "tensor");
@@ -186,6 +203,12 @@ static void print_json(const tm_stats_snapshot *s, const char *path, const size_
            (unsigned long long)h->alloc_total, (unsigned long long)h->free_total, (unsigned long long)h->oom_total,
            (unsigned long long)h->passthrough_total, (unsigned long long)h->records_dropped);
     print_heat_json_header(h);
+    printf("\"migrations\":%llu,\"migrated_bytes\":%llu,\"migration_rewrites\":%llu,\"pool_hits\":%llu,"
+           "\"pool_misses\":%llu,\"ping_pongs\":%llu,\"migrate_rate\":%llu,\"last_rebalance_ns\":%llu,\n",
+           (unsigned long long)h->migrations, (unsigned long long)h->migrated_bytes,
+           (unsigned long long)h->migration_rewrites, (unsigned long long)h->pool_hits,
+           (unsigned long long)h->pool_misses, (unsigned long long)h->ping_pongs,
+           (unsigned long long)h->migrate_rate, (unsigned long long)h->last_rebalance_ns);
     printf("\"allocations\":[\n");
     for (size_t k = 0; k < s->record_count; k++) {
         size_t i = order[k];

@@ -1,0 +1,62 @@
+/* rebalance.h — the `heat` policy's decisions: which chunks move between tiers, so that
+ * HBM holds the most heat per byte. Pure functions over a snapshot (no CUDA, no clock).
+ *
+ * A pass gets every chunk of every chunked allocation with its tier, heat and the passes
+ * since it last moved, the room each tier has, and a budget in chunks. It returns moves:
+ * - nothing at all when no chunk sits below HBM (everything fits: no migration);
+ * - promotions of the hottest lower-tier chunks into free HBM room;
+ * - then swaps: the hottest lower-tier chunk in for the coldest HBM chunk, only while the
+ *   one coming in is clearly hotter (heat above TM_REBALANCE_MARGIN times the one going
+ *   out, plus TM_REBALANCE_MIN_GAIN), and neither moved in the last `cooldown` passes
+ *   (hysteresis: no ping-pong between two chunks of near-equal heat);
+ * - demoted chunks go to the first lower tier with room (CXL before DDR); with none,
+ *   no swap happens. Carry out the demotions (moves to a lower tier) before the
+ *   promotions: they make the HBM room the promotions take.
+ * Chunks of equal heat keep address order, so an allocation that is uniformly hot or
+ * cold moves whole; moves come out merged into runs of adjacent chunks of one allocation
+ * going to one tier, each marked `whole` when it covers its allocation. */
+#ifndef TM_POLICY_REBALANCE_H
+#define TM_POLICY_REBALANCE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "policy/tier.h"
+
+#define TM_REBALANCE_MARGIN 1.25
+#define TM_REBALANCE_MIN_GAIN 0.02
+#define TM_REBALANCE_NEVER UINT32_MAX /* `idle` of a chunk that never moved */
+
+typedef struct tm_rebalance_alloc {
+    uint64_t chunks;            /* its chunk count */
+    const uint8_t *tier;        /* [chunks] tm_tier_id of each chunk now */
+    const double *heat;         /* [chunks] heat of each chunk (policy/heat.h) */
+    const uint32_t *idle;       /* [chunks] passes since the chunk last moved, or NULL: never */
+} tm_rebalance_alloc;
+
+typedef struct tm_rebalance_input {
+    const tm_rebalance_alloc *alloc; /* [alloc_count] */
+    size_t alloc_count;
+    uint64_t room[TM_TIER_COUNT];    /* free chunks each tier may still take (0: absent or full) */
+    uint64_t budget;                 /* chunk moves allowed in this pass */
+    uint32_t cooldown;               /* passes a moved chunk stays put */
+} tm_rebalance_input;
+
+typedef struct tm_rebalance_move {
+    size_t alloc;               /* index into input.alloc */
+    uint64_t first;             /* first chunk */
+    uint64_t count;
+    tm_tier_id to;
+    bool whole;                 /* the run is the whole allocation */
+} tm_rebalance_move;
+
+/* Plans one pass. Returns the number of moves written to out (at most `capacity`; moves
+ * that do not fit are left for the next pass), or -1 when memory ran out. */
+int tm_rebalance_plan(const tm_rebalance_input *input, tm_rebalance_move *out, size_t capacity);
+
+/* Chunk moves allowed for a pass of `interval_ns` at `rate` bytes/s (at least one when the
+ * rate is not zero, so a slow budget still makes progress). */
+uint64_t tm_rebalance_budget(uint64_t rate, uint64_t interval_ns, uint64_t chunk_size);
+
+#endif /* TM_POLICY_REBALANCE_H */

@@ -1,0 +1,206 @@
+/* rebalancer.c — the heat policy's thread (see rebalancer.h). */
+#include "preload/rebalancer.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "policy/rebalance.h"
+#include "preload/alloc.h"
+#include "preload/heat.h"
+#include "preload/log.h"
+#include "preload/migrate.h"
+#include "preload/stats.h"
+
+static pthread_t thread;
+static bool running;
+static pthread_mutex_t stop_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t stop_cond = PTHREAD_COND_INITIALIZER;
+static bool stopping;
+static tm_device *rebalanced;
+static uint64_t pass_budget;   /* chunk moves per pass */
+
+/* ---------------------------------------------------------------- snapshot */
+
+typedef struct snap_alloc {
+    CUdeviceptr base;
+    uint64_t chunk_size;
+    uint64_t chunks;
+    uint8_t *tier;      /* [chunks] */
+    double *heat;       /* [chunks] */
+    uint32_t *idle;     /* [chunks] */
+} snap_alloc;
+
+typedef struct snapshot {
+    snap_alloc *alloc;
+    size_t count, capacity;
+    uint64_t tick;
+    uint32_t pass;
+    bool out_of_memory;
+} snapshot;
+
+static void take_alloc(const tm_range *range, void *arg)
+{
+    const tm_alloc *a = (const tm_alloc *)range;
+    snapshot *s = arg;
+    const tm_backing *b = a->backing;
+    if (!b || b->pinned_host || s->out_of_memory)
+        return;
+    if (s->count == s->capacity) {
+        size_t capacity = s->capacity ? 2 * s->capacity : 16;
+        snap_alloc *grown = realloc(s->alloc, capacity * sizeof *grown);
+        if (!grown) {
+            s->out_of_memory = true;
+            return;
+        }
+        s->alloc = grown;
+        s->capacity = capacity;
+    }
+    uint64_t n = b->plan.chunks;
+    snap_alloc *sa = &s->alloc[s->count];
+    *sa = (snap_alloc){ .base = b->base, .chunk_size = b->plan.chunk_size, .chunks = n,
+                        .tier = malloc(n), .heat = malloc(n * sizeof(double)), .idle = malloc(n * sizeof(uint32_t)) };
+    if (!sa->tier || !sa->heat || !sa->idle) {
+        free(sa->tier);
+        free(sa->heat);
+        free(sa->idle);
+        s->out_of_memory = true;
+        return;
+    }
+    for (uint64_t i = 0; i < n; i++) {
+        sa->tier[i] = b->tier ? b->tier[i] : (uint8_t)tm_plan_chunk_tier(&b->plan, i);
+        sa->idle[i] = b->moved && b->moved[i] ? s->pass - b->moved[i] : TM_REBALANCE_NEVER;
+        uint64_t h = a->heat ? (i * b->plan.chunk_size) >> a->heat_chunk_shift : 0;
+        sa->heat[i] = a->heat && h < a->heat_chunks
+                          ? tm_heat_value(&a->heat[h], s->tick,
+                                          tm_heat_chunk_bytes(b->bytes, (uint64_t)1 << a->heat_chunk_shift, h))
+                          : 0.0;
+    }
+    s->count++;
+}
+
+static void free_snapshot(snapshot *s)
+{
+    for (size_t i = 0; i < s->count; i++) {
+        free(s->alloc[i].tier);
+        free(s->alloc[i].heat);
+        free(s->alloc[i].idle);
+    }
+    free(s->alloc);
+}
+
+/* ---------------------------------------------------------------- a pass */
+
+static void carry_out(const snapshot *s, const tm_rebalance_move *moves, int count)
+{
+    /* demotions first: they make the room promotions take */
+    for (int round = 0; round < 2; round++)
+        for (int i = 0; i < count; i++) {
+            const tm_rebalance_move *m = &moves[i];
+            if ((m->to == TM_TIER_HBM) != (round == 1))
+                continue;
+            const snap_alloc *a = &s->alloc[m->alloc];
+            tm_migrate_range(a->base + m->first * a->chunk_size, m->count * a->chunk_size, m->to);
+        }
+}
+
+static void rebalance_once(tm_device *d)
+{
+    snapshot s = { .tick = tm_heat_now_tick(), .pass = __atomic_load_n(&tm_migrate_pass, __ATOMIC_RELAXED) };
+    tm_migrate_lock(); /* tiers and pass numbers do not change while they are read */
+    tm_registry_each(take_alloc, &s);
+    tm_migrate_unlock();
+    tm_rebalance_alloc *in = s.out_of_memory || !s.count ? NULL : malloc(s.count * sizeof *in);
+    tm_rebalance_move *moves = in ? malloc(64 * sizeof *moves) : NULL;
+    if (moves) {
+        for (size_t i = 0; i < s.count; i++)
+            in[i] = (tm_rebalance_alloc){ .chunks = s.alloc[i].chunks, .tier = s.alloc[i].tier,
+                                          .heat = s.alloc[i].heat, .idle = s.alloc[i].idle };
+        tm_tiers now;
+        pthread_mutex_lock(&d->place_lock);
+        tm_device_tiers_now(d, &now);
+        pthread_mutex_unlock(&d->place_lock);
+        tm_rebalance_input input = { .alloc = in, .alloc_count = s.count, .budget = pass_budget,
+                                     .cooldown = TM_REBALANCE_COOLDOWN };
+        for (int t = 0; t < TM_TIER_COUNT; t++)
+            input.room[t] = now.tier[t].present ? tm_tier_room(&now, (tm_tier_id)t) / d->policy.chunk_size : 0;
+        int count = tm_rebalance_plan(&input, moves, 64);
+        if (count > 0)
+            carry_out(&s, moves, count);
+    }
+    free(moves);
+    free(in);
+    free_snapshot(&s);
+    __atomic_fetch_add(&tm_migrate_pass, 1, __ATOMIC_RELAXED);
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    __atomic_store_n(&tm_stats->last_rebalance_ns, (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec,
+                     __ATOMIC_RELAXED);
+}
+
+static void *rebalance_loop(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&stop_lock);
+    while (!stopping) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += TM_REBALANCE_INTERVAL_MS * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&stop_cond, &stop_lock, &until);
+        if (stopping)
+            break;
+        pthread_mutex_unlock(&stop_lock);
+        rebalance_once(rebalanced);
+        pthread_mutex_lock(&stop_lock);
+    }
+    pthread_mutex_unlock(&stop_lock);
+    return NULL;
+}
+
+/* ---------------------------------------------------------------- start and stop */
+
+void tm_rebalancer_start(tm_device *device, uint64_t rate)
+{
+    if (device->policy.kind != TM_POLICY_HEAT || running)
+        return;
+    const char *why = rate == 0 ? "TIERMEM_MIGRATE_RATE=0"
+                      : device->target.pinned_host ? "lower tiers are pinned host memory"
+                      : tm_heat_source_active() == TM_HEAT_SOURCE_OFF ? "heat is off" : NULL;
+    if (why) {
+        tm_info("policy heat: chunks stay where they were placed (%s)", why);
+        return;
+    }
+    pass_budget = tm_rebalance_budget(rate, TM_REBALANCE_INTERVAL_MS * 1000000ull, device->policy.chunk_size);
+    rebalanced = device;
+    stopping = false;
+    if (pthread_create(&thread, NULL, rebalance_loop, NULL) != 0) {
+        tm_log_once(TM_LOG_WARN, "cannot start the rebalancer thread; chunks stay where they were placed");
+        return;
+    }
+    running = true;
+    __atomic_store_n(&tm_stats->migrate_rate, rate, __ATOMIC_RELAXED);
+}
+
+void tm_rebalancer_forget_in_child(void)
+{
+    pthread_mutex_init(&stop_lock, NULL);
+    pthread_cond_init(&stop_cond, NULL);
+    running = false;
+}
+
+void tm_rebalancer_stop(void)
+{
+    if (!running)
+        return;
+    pthread_mutex_lock(&stop_lock);
+    stopping = true;
+    pthread_cond_signal(&stop_cond);
+    pthread_mutex_unlock(&stop_lock);
+    pthread_join(thread, NULL);
+    running = false;
+}

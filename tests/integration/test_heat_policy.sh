@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# TIERMEM_POLICY=heat on the engine, unmodified: the rebalancer moves chunks while it
+# decodes, and the tokens stay those of an all-in-HBM run (f32 and fp8 KV); nothing
+# leaks; nothing moves when the model fits in HBM or with TIERMEM_MIGRATE_RATE=0.
+source "$(dirname "$0")/../lib/tap.sh"
+
+llm=$B/bin/tiermem-llm
+stat=$B/bin/tiermem-stat
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+export LD_LIBRARY_PATH=$B/lib/simcuda
+export SIMCUDA_NUMA_NODES=0,1
+preload=$(preload_value "$B/lib/libtiermem.so")
+limits=(TIERMEM_CXL_NODE=1 TIERMEM_CXL_LIMIT=24M TIERMEM_DDR_NODE=0 TIERMEM_DDR_LIMIT=160M
+        TIERMEM_HBM_RESERVE=4M TIERMEM_MEMINFO=virtual TIERMEM_HEAT_HALFLIFE=1s)
+ids() { sed -n 's/^tiermem-llm: seq 0 generated ids: //p' "$1"; }
+json_field() { grep -o "\"$1\":[0-9]*" "$2" | head -n 1 | cut -d: -f2; }
+
+# About 53 MiB of f32 weights on a 32 MiB device.
+"$B/bin/tiermem-mkmodel" -o "$T/m.gguf" --layers 2 --dim 768 --heads 12 --kv-heads 3 --ffn 2048 \
+  --type f32 --seed 3 > "$T/mk.log" 2>&1
+check "test model generated" test -s "$T/m.gguf"
+
+for kv in f32 fp8_e4m3; do
+  SIMCUDA_MEM=1G "$llm" -m "$T/m.gguf" -p "Once upon a time" -n 96 --kv-dtype $kv -v > /dev/null 2> "$T/ref-$kv.err"
+  env SIMCUDA_MEM=32M SIMCUDA_LOG=info "${limits[@]}" TIERMEM_POLICY=heat TIERMEM_STATS="$T/heat-$kv" \
+    LD_PRELOAD="$preload" "$llm" -m "$T/m.gguf" -p "Once upon a time" -n 96 --kv-dtype $kv -v \
+    > /dev/null 2> "$T/heat-$kv.err"
+  check_eq "heat, $kv KV: exit 0" "$?" 0
+  check "heat, $kv KV: the reference generated tokens" test -n "$(ids "$T/ref-$kv.err")"
+  check_eq "heat, $kv KV: the same tokens as all in HBM" "$(ids "$T/heat-$kv.err")" "$(ids "$T/ref-$kv.err")"
+  "$stat" --json "$T/heat-$kv" > "$T/heat-$kv.json"
+  check "heat, $kv KV: chunks moved while it ran" test "$(json_field migrations "$T/heat-$kv.json")" -gt 0
+  check_eq "heat, $kv KV: the budget is the default 4 GiB/s" "$(json_field migrate_rate "$T/heat-$kv.json")" \
+    $((4 << 30))
+  check "heat, $kv KV: nothing leaked" \
+    grep -q '^simcuda: exit: 0 physical allocations and 0 address reservations live' "$T/heat-$kv.err"
+done
+
+# Everything fits in HBM: no migration at all.
+env SIMCUDA_MEM=1G TIERMEM_POLICY=heat TIERMEM_HEAT_HALFLIFE=1s TIERMEM_STATS="$T/fits" LD_PRELOAD="$preload" \
+  "$llm" -m "$T/m.gguf" -p "Once upon a time" -n 96 --kv-dtype f32 -v > /dev/null 2> "$T/fits.err"
+"$stat" --json "$T/fits" > "$T/fits.json"
+check_eq "the model fits in HBM: 0 migrations, same tokens" \
+  "$(json_field migrations "$T/fits.json") $(ids "$T/fits.err")" "0 $(ids "$T/ref-f32.err")"
+
+# A rate of 0: the policy says so, and nothing moves.
+env SIMCUDA_MEM=32M "${limits[@]}" TIERMEM_POLICY=heat TIERMEM_MIGRATE_RATE=0 TIERMEM_LOG=info \
+  TIERMEM_STATS="$T/still" LD_PRELOAD="$preload" "$llm" -m "$T/m.gguf" -p "Once upon a time" -n 8 \
+  > /dev/null 2> "$T/still.err"
+check "TIERMEM_MIGRATE_RATE=0: one line says chunks stay" \
+  grep -q '^tiermem: policy heat: chunks stay where they were placed (TIERMEM_MIGRATE_RATE=0)' "$T/still.err"
+"$stat" --json "$T/still" > "$T/still.json"
+check_eq "  and nothing moved" "$(json_field migrations "$T/still.json")" 0
+done_testing

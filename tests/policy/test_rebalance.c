@@ -1,0 +1,203 @@
+/* test_rebalance.c — the heat policy's pass on synthetic heat, tier sizes and budgets:
+ * no move when everything is in HBM, promotions into free room, swaps only when clearly
+ * hotter, hysteresis, budgets, whole-allocation against chunk moves. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <string.h>
+
+#include "policy/rebalance.h"
+#include "policy/units.h"
+
+#define MAX_CHUNKS 64
+
+typedef struct fake_alloc {
+    uint8_t tier[MAX_CHUNKS];
+    double heat[MAX_CHUNKS];
+    uint32_t idle[MAX_CHUNKS];
+} fake_alloc;
+
+/* An allocation of `chunks` chunks all in `tier`, all of heat `heat`, never moved. */
+static tm_rebalance_alloc make_alloc(fake_alloc *f, uint64_t chunks, tm_tier_id tier, double heat)
+{
+    for (uint64_t i = 0; i < chunks; i++) {
+        f->tier[i] = (uint8_t)tier;
+        f->heat[i] = heat;
+        f->idle[i] = TM_REBALANCE_NEVER;
+    }
+    return (tm_rebalance_alloc){ .chunks = chunks, .tier = f->tier, .heat = f->heat, .idle = f->idle };
+}
+
+static tm_rebalance_input make_input(const tm_rebalance_alloc *allocs, size_t count, uint64_t hbm_room,
+                                     uint64_t ddr_room, uint64_t budget)
+{
+    return (tm_rebalance_input){
+        .alloc = allocs, .alloc_count = count,
+        .room = { [TM_TIER_HBM] = hbm_room, [TM_TIER_CXL] = 0, [TM_TIER_DDR] = ddr_room },
+        .budget = budget, .cooldown = 4,
+    };
+}
+
+static void test_everything_in_hbm_moves_nothing(void **state)
+{
+    (void)state;
+    fake_alloc f[2];
+    tm_rebalance_alloc a[2] = { make_alloc(&f[0], 8, TM_TIER_HBM, 0.9), make_alloc(&f[1], 8, TM_TIER_HBM, 0.0) };
+    tm_rebalance_input in = make_input(a, 2, 100, 100, 1000);
+    tm_rebalance_move out[16];
+    assert_int_equal(tm_rebalance_plan(&in, out, 16), 0);
+}
+
+static void test_free_room_takes_the_hottest(void **state)
+{
+    (void)state;
+    fake_alloc f[1];
+    tm_rebalance_alloc a[1] = { make_alloc(&f[0], 6, TM_TIER_DDR, 0.0) };
+    f[0].heat[1] = 0.3;
+    f[0].heat[4] = 0.9;
+    f[0].heat[5] = 0.8;
+    tm_rebalance_input in = make_input(a, 1, 2, 10, 100); /* room for two in HBM */
+    tm_rebalance_move out[16];
+    int n = tm_rebalance_plan(&in, out, 16);
+    assert_int_equal(n, 1);
+    assert_int_equal(out[0].first, 4); /* chunks 4 and 5, one run */
+    assert_int_equal(out[0].count, 2);
+    assert_int_equal(out[0].to, TM_TIER_HBM);
+    assert_false(out[0].whole);
+
+    in.room[TM_TIER_HBM] = 10; /* room for all: chunks without heat still stay */
+    n = tm_rebalance_plan(&in, out, 16);
+    assert_int_equal(n, 2);
+    assert_int_equal(out[0].first, 1);
+    assert_int_equal(out[0].count, 1);
+    assert_int_equal(out[1].first, 4);
+}
+
+/* A cold allocation that loaded first holds HBM; a hot one spilled: both move whole. */
+static void test_uniform_allocations_swap_whole(void **state)
+{
+    (void)state;
+    fake_alloc f[2];
+    tm_rebalance_alloc a[2] = { make_alloc(&f[0], 4, TM_TIER_HBM, 0.05), make_alloc(&f[1], 4, TM_TIER_DDR, 0.9) };
+    tm_rebalance_input in = make_input(a, 2, 0, 10, 100);
+    tm_rebalance_move out[16];
+    int n = tm_rebalance_plan(&in, out, 16);
+    assert_int_equal(n, 2);
+    assert_int_equal(out[0].alloc, 0);
+    assert_int_equal(out[0].to, TM_TIER_DDR);
+    assert_true(out[0].whole);
+    assert_int_equal(out[0].count, 4);
+    assert_int_equal(out[1].alloc, 1);
+    assert_int_equal(out[1].to, TM_TIER_HBM);
+    assert_true(out[1].whole);
+}
+
+/* The large-vocabulary case: token_embd (one row per token: cold) took HBM first, layer
+ * weights (read whole every step: hot) spilled. The embedding goes down, layers up, as
+ * far as the lower tier has room for what comes down. */
+static void test_embedding_down_layers_up(void **state)
+{
+    (void)state;
+    fake_alloc f[3];
+    tm_rebalance_alloc a[3] = {
+        make_alloc(&f[0], 10, TM_TIER_HBM, 0.02), /* token_embd */
+        make_alloc(&f[1], 6, TM_TIER_HBM, 1.0),   /* layer 0 */
+        make_alloc(&f[2], 6, TM_TIER_DDR, 1.0),   /* layer 1 */
+    };
+    tm_rebalance_input in = make_input(a, 3, 0, 4, 100);
+    tm_rebalance_move out[16];
+    int n = tm_rebalance_plan(&in, out, 16);
+    assert_int_equal(n, 2);
+    assert_int_equal(out[0].alloc, 0);
+    assert_int_equal(out[0].to, TM_TIER_DDR);
+    assert_int_equal(out[0].count, 6); /* room 4, and each chunk that comes up frees one */
+    assert_int_equal(out[1].alloc, 2);
+    assert_int_equal(out[1].to, TM_TIER_HBM);
+    assert_true(out[1].whole);
+}
+
+static void test_near_equal_heat_does_not_move(void **state)
+{
+    (void)state;
+    fake_alloc f[2];
+    tm_rebalance_alloc a[2] = { make_alloc(&f[0], 4, TM_TIER_HBM, 0.50), make_alloc(&f[1], 4, TM_TIER_DDR, 0.55) };
+    tm_rebalance_input in = make_input(a, 2, 0, 10, 100);
+    tm_rebalance_move out[16];
+    assert_int_equal(tm_rebalance_plan(&in, out, 16), 0);
+    f[1].heat[0] = 0.9; /* clearly hotter: one swap */
+    int n = tm_rebalance_plan(&in, out, 16);
+    assert_int_equal(n, 2);
+    assert_int_equal(out[0].count + out[1].count, 2);
+}
+
+static void test_recently_moved_chunks_stay(void **state)
+{
+    (void)state;
+    fake_alloc f[2];
+    tm_rebalance_alloc a[2] = { make_alloc(&f[0], 2, TM_TIER_HBM, 0.0), make_alloc(&f[1], 2, TM_TIER_DDR, 1.0) };
+    tm_rebalance_input in = make_input(a, 2, 0, 10, 100);
+    for (int i = 0; i < 2; i++)
+        f[1].idle[i] = 1; /* came down one pass ago */
+    tm_rebalance_move out[16];
+    assert_int_equal(tm_rebalance_plan(&in, out, 16), 0);
+    for (int i = 0; i < 2; i++)
+        f[1].idle[i] = 4; /* the cooldown is over */
+    assert_int_equal(tm_rebalance_plan(&in, out, 16), 2);
+}
+
+static void test_budget_limits_a_pass(void **state)
+{
+    (void)state;
+    fake_alloc f[2];
+    tm_rebalance_alloc a[2] = { make_alloc(&f[0], 8, TM_TIER_HBM, 0.0), make_alloc(&f[1], 8, TM_TIER_DDR, 1.0) };
+    tm_rebalance_input in = make_input(a, 2, 0, 20, 3);
+    tm_rebalance_move out[16];
+    int n = tm_rebalance_plan(&in, out, 16);
+    uint64_t moved = 0;
+    for (int i = 0; i < n; i++)
+        moved += out[i].count;
+    assert_int_equal(moved, 2); /* one swap: a second would need 4 */
+    in.budget = 0;
+    assert_int_equal(tm_rebalance_plan(&in, out, 16), 0);
+    in.budget = 100;
+    assert_int_equal(tm_rebalance_plan(&in, out, 1), 1); /* capacity: the rest waits */
+}
+
+static void test_no_room_below_no_swap(void **state)
+{
+    (void)state;
+    fake_alloc f[2];
+    tm_rebalance_alloc a[2] = { make_alloc(&f[0], 2, TM_TIER_HBM, 0.0), make_alloc(&f[1], 2, TM_TIER_DDR, 1.0) };
+    tm_rebalance_input in = make_input(a, 2, 0, 0, 100);
+    tm_rebalance_move out[16];
+    assert_int_equal(tm_rebalance_plan(&in, out, 16), 0);
+}
+
+static void test_budget_from_rate(void **state)
+{
+    (void)state;
+    uint64_t chunk = 2 * TM_MIB;
+    assert_int_equal(tm_rebalance_budget(0, 100000000, chunk), 0);
+    assert_int_equal(tm_rebalance_budget(1, 100000000, chunk), 1); /* always some progress */
+    assert_int_equal(tm_rebalance_budget(4 * TM_GIB, 100000000, chunk), 204); /* 409.6 MiB per 100 ms */
+    assert_true(tm_rebalance_budget(UINT64_MAX, UINT64_MAX, chunk) > 0);   /* no overflow to 0 */
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_everything_in_hbm_moves_nothing),
+        cmocka_unit_test(test_free_room_takes_the_hottest),
+        cmocka_unit_test(test_uniform_allocations_swap_whole),
+        cmocka_unit_test(test_embedding_down_layers_up),
+        cmocka_unit_test(test_near_equal_heat_does_not_move),
+        cmocka_unit_test(test_recently_moved_chunks_stay),
+        cmocka_unit_test(test_budget_limits_a_pass),
+        cmocka_unit_test(test_no_room_below_no_swap),
+        cmocka_unit_test(test_budget_from_rate),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

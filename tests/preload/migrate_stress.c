@@ -1,0 +1,169 @@
+/* migrate_stress.c — chunks migrate continuously while streams read and write
+ * checksummed data in them.
+ *
+ *   migrate_stress MIGRATIONS [STREAMS [CHUNKS_PER_STREAM]]
+ *
+ * One chunked allocation holds a region per stream. A thread per stream launches the
+ * check_stamp kernel on its region over and over (each launch checks the previous
+ * version of every word and writes the next); a migrator thread meanwhile moves random
+ * runs of 1 to 4 chunks to random tiers through tiermem_migrate, until MIGRATIONS chunks
+ * have moved. At the end the host checks every word too. Prints
+ *   "migrations N refused N failed N launches N corrupted bytes N"
+ * (refused: the tier was full or absent; failed: another error, as under fault injection)
+ * and exits 0 only when nothing was corrupted. Needs libtiermem.so preloaded. */
+#include <cuda.h>
+#include <dlfcn.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/preload/probe_util.h"
+#include "tests/preload/stamp.h"
+
+#define CHUNK (2ull << 20)
+#define MAX_STREAMS 64
+
+typedef CUresult (*migrate_fn)(CUdeviceptr address, size_t bytes, const char *tier);
+
+static CUcontext ctx;
+static CUfunction kernel;
+static CUdeviceptr data;           /* streams * chunks_per_stream chunks */
+static CUdeviceptr bad;            /* [1] uint64_t: bytes found wrong by the kernels */
+static uint64_t region_words;      /* uint32_t words per stream */
+static int stop;
+
+struct launcher {
+    pthread_t thread;
+    int index;
+    CUstream stream;
+    uint32_t version;              /* versions written so far */
+};
+
+static void *launch_loop(void *arg)
+{
+    struct launcher *l = arg;
+    CHECK(cuCtxSetCurrent(ctx));
+    CUdeviceptr region = data + (uint64_t)l->index * region_words * 4;
+    uint32_t seed = (uint32_t)l->index + 1;
+    while (!__atomic_load_n(&stop, __ATOMIC_ACQUIRE)) {
+        void *params[] = { &region, &region_words, &seed, &l->version, &bad };
+        CHECK(cuLaunchKernel(kernel, 1, 1, 1, 1, 1, 1, 0, l->stream, params, NULL));
+        l->version++;
+        if (l->version % 2 == 0) /* a few launches in flight, not an unbounded queue */
+            CHECK(cuStreamSynchronize(l->stream));
+    }
+    CHECK(cuStreamSynchronize(l->stream));
+    return NULL;
+}
+
+static uint64_t next_random(uint64_t *state)
+{
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    return *state;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: migrate_stress MIGRATIONS [STREAMS [CHUNKS_PER_STREAM]]\n");
+        return 2;
+    }
+    uint64_t target = strtoull(argv[1], NULL, 10);
+    int streams = argc > 2 ? atoi(argv[2]) : 8;
+    uint64_t per_stream = argc > 3 ? strtoull(argv[3], NULL, 10) : 2;
+    if (streams < 1 || streams > MAX_STREAMS || per_stream < 1) {
+        fprintf(stderr, "migrate_stress: STREAMS must be 1 to %d, CHUNKS_PER_STREAM at least 1\n", MAX_STREAMS);
+        return 2;
+    }
+    migrate_fn migrate = (migrate_fn)(uintptr_t)dlsym(RTLD_DEFAULT, "tiermem_migrate");
+    if (!migrate) {
+        fprintf(stderr, "migrate_stress: tiermem_migrate is not there (run it with libtiermem.so preloaded)\n");
+        return 2;
+    }
+    ctx = probe_init();
+    CUmodule module;
+    CHECK(cuModuleLoad(&module, TM_TEST_KERNELS));
+    CHECK(cuModuleGetFunction(&kernel, module, "check_stamp"));
+
+    uint64_t chunks = (uint64_t)streams * per_stream;
+    region_words = per_stream * CHUNK / 4;
+    CHECK(cuMemAlloc(&data, chunks * CHUNK));
+    CHECK(cuMemAlloc(&bad, sizeof(uint64_t)));
+    CHECK(cuMemsetD8(bad, 0, sizeof(uint64_t)));
+    uint32_t *host = malloc(region_words * 4);
+    if (!host)
+        return 3;
+    for (int s = 0; s < streams; s++) {
+        for (uint64_t i = 0; i < region_words; i++)
+            host[i] = test_stamp((uint32_t)s + 1, i, 0);
+        CHECK(cuMemcpyHtoD(data + (uint64_t)s * region_words * 4, host, region_words * 4));
+    }
+
+    struct launcher launcher[MAX_STREAMS];
+    for (int s = 0; s < streams; s++) {
+        launcher[s] = (struct launcher){ .index = s };
+        CHECK(cuStreamCreate(&launcher[s].stream, CU_STREAM_NON_BLOCKING));
+        pthread_create(&launcher[s].thread, NULL, launch_loop, &launcher[s]);
+    }
+
+    /* the migrator: the tier of each chunk is known here, so moves are counted exactly */
+    static const char *const tiers[] = { "hbm", "cxl", "ddr" };
+    char *where = calloc(chunks, 1); /* index into tiers; starts unknown (-1 below) */
+    memset(where, -1, chunks);
+    uint64_t moved = 0, refused = 0, failed = 0, state = 0x2545f4914f6cdd1dull;
+    while (moved < target) {
+        uint64_t first = next_random(&state) % chunks;
+        uint64_t count = 1 + next_random(&state) % 4;
+        if (first + count > chunks)
+            count = chunks - first;
+        int tier = (int)(next_random(&state) % 3);
+        CUresult r = migrate(data + first * CHUNK, count * CHUNK, tiers[tier]);
+        if (r != CUDA_SUCCESS) {
+            /* the tier is full or absent, or (under fault injection) the driver failed */
+            if (r == CUDA_ERROR_OUT_OF_MEMORY || r == CUDA_ERROR_INVALID_VALUE)
+                refused++;
+            else
+                failed++;
+            for (uint64_t c = first; c < first + count; c++)
+                where[c] = -1; /* some may have moved before that */
+            if (failed > 1000)
+                break;
+            continue;
+        }
+        for (uint64_t c = first; c < first + count; c++) {
+            moved += where[c] != tier;
+            where[c] = (char)tier;
+        }
+    }
+    __atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
+    uint64_t launches = 0;
+    for (int s = 0; s < streams; s++) {
+        pthread_join(launcher[s].thread, NULL);
+        launches += launcher[s].version;
+    }
+    CHECK(cuCtxSynchronize());
+
+    uint64_t corrupted = 0;
+    CHECK(cuMemcpyDtoH(&corrupted, bad, sizeof corrupted));
+    for (int s = 0; s < streams; s++) {
+        CHECK(cuMemcpyDtoH(host, data + (uint64_t)s * region_words * 4, region_words * 4));
+        for (uint64_t i = 0; i < region_words; i++) {
+            uint32_t diff = host[i] ^ test_stamp((uint32_t)s + 1, i, launcher[s].version);
+            for (; diff; diff >>= 8)
+                corrupted += (diff & 0xff) != 0;
+        }
+        CHECK(cuStreamDestroy(launcher[s].stream));
+    }
+    printf("migrations %" PRIu64 " refused %" PRIu64 " failed %" PRIu64 " launches %" PRIu64
+           " corrupted bytes %" PRIu64 "\n", moved, refused, failed, launches, corrupted);
+    CHECK(cuMemFree(data));
+    CHECK(cuMemFree(bad));
+    CHECK(cuModuleUnload(module));
+    free(host);
+    free(where);
+    return corrupted ? 1 : 0;
+}
