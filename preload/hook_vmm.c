@@ -13,9 +13,11 @@
 #include "preload/spill_note.h"
 #include "preload/vmm_handles.h"
 
-static void charge(const tm_device *device, tm_tier_id tier, uint64_t bytes, int sign)
+/* Bytes only: the program's handles are not tiermem's chunks, which the `available` view
+ * counts as movable out of HBM (these never move). */
+static void charge(tm_tier_id tier, uint64_t bytes, int sign)
 {
-    tm_stats_tier_add(tier, sign * (int64_t)bytes, sign * (int64_t)(bytes / device->policy.chunk_size));
+    tm_stats_tier_add(tier, sign * (int64_t)bytes, 0);
 }
 
 /* Picks the tier for a handle of `bytes` and charges it, as one step. */
@@ -30,7 +32,7 @@ static bool choose_tier(tm_device *device, uint64_t bytes, const bool *excluded,
             now.tier[t].present = false;
     bool found = tm_policy_place_whole(&device->policy, &now, &desc, !device->target.pinned_host, tier);
     if (found)
-        charge(device, *tier, bytes, +1);
+        charge(*tier, bytes, +1);
     pthread_mutex_unlock(&device->place_lock);
     return found;
 }
@@ -62,7 +64,7 @@ CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, 
             info.stats_slot = tm_stats_record_add(TM_PATH_MEM_CREATE, 0, size, chunks, 0);
             if (!tm_vmm_handles_add(*handle, &info)) {
                 tm_stats_record_remove(info.stats_slot);
-                charge(device, tier, size, -1);
+                charge(tier, size, -1);
             }
             tm_stat_add(alloc_total, 1);
             uint64_t per_tier[TM_TIER_COUNT] = { 0 };
@@ -73,7 +75,7 @@ CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, 
                          placed.location.id);
             return CUDA_SUCCESS;
         }
-        charge(device, tier, size, -1);
+        charge(tier, size, -1);
         if (result != CUDA_ERROR_OUT_OF_MEMORY && tier == TM_TIER_HBM)
             return result; /* the driver's own verdict on the program's request */
         excluded[tier] = true;
@@ -90,7 +92,7 @@ static void memory_gone(const tm_vmm_handle_info *info)
     tm_device *device = tm_device_ready();
     if (!device)
         return;
-    charge(device, info->tier, info->bytes, -1);
+    charge(info->tier, info->bytes, -1);
     tm_stats_record_remove(info->stats_slot);
     tm_stat_add(free_total, 1);
 }

