@@ -135,6 +135,8 @@ static int load(const char *mode, const char *path)
     for (uint64_t i = 0; i < table.count; i++)
         CHECK(cuMemFree(dptr[i]));
     printf("copied %" PRIu64 " tensors%s\n", table.count, bad ? ", some wrong" : ", every byte equal");
+    free(dptr);
+    tm_tensor_table_free(&table);
     return bad;
 }
 
