@@ -109,12 +109,20 @@ SIM_EXPORT CUresult cuStreamDestroy_v2(CUstream handle)
     return result;
 }
 
+/* A stream the host waits on or queries: a capturing one refuses (and its capture ends
+ * invalidated), as on a GPU. */
+static CUresult stream_enter_uncaptured(CUstream handle, sim_stream **stream)
+{
+    CUresult result = sim_stream_enter(handle, stream);
+    if (result == CUDA_SUCCESS && sim_graph_capture_refuses(*stream))
+        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    return result;
+}
+
 static CUresult stream_synchronize(CUstream handle)
 {
     sim_stream *stream;
-    CUresult result = sim_stream_enter(handle, &stream);
-    if (result == CUDA_SUCCESS && sim_graph_capture_refuses(stream))
-        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    CUresult result = stream_enter_uncaptured(handle, &stream);
     if (result == CUDA_SUCCESS) {
         sim_lock();
         sim_async_wait_stream(stream);
@@ -127,9 +135,7 @@ static CUresult stream_synchronize(CUstream handle)
 static CUresult stream_query(CUstream handle)
 {
     sim_stream *stream;
-    CUresult result = sim_stream_enter(handle, &stream);
-    if (result == CUDA_SUCCESS && sim_graph_capture_refuses(stream))
-        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    CUresult result = stream_enter_uncaptured(handle, &stream);
     if (result == CUDA_SUCCESS) {
         sim_lock();
         if (sim_async_busy(stream))
