@@ -8,6 +8,7 @@
 
 #include "policy/managed.h"
 #include "policy/units.h"
+#include "preload/deferred_move.h"
 #include "preload/driver.h"
 #include "preload/heat.h"
 #include "preload/log.h"
@@ -208,11 +209,13 @@ uint64_t tm_alloc_move_chunks(tm_device *device, tm_alloc *a, uint64_t first, ui
                               tm_tier_id tier, tm_move_bytes bytes)
 {
     tm_backing *b = a->backing;
-    if (!b || bytes != TM_MOVE_BYTES_DEAD || first >= b->plan.chunks)
+    if (!b || first >= b->plan.chunks)
         return 0;
     if (count > b->plan.chunks - first)
         count = b->plan.chunks - first;
     uint64_t chunk = b->plan.chunk_size, moved = 0;
+    if (bytes == TM_MOVE_BYTES_KEEP) /* migration drains the context: not on the caller's path */
+        return !b->pinned_host && tm_deferred_move(b->base + first * chunk, count * chunk, tier) ? count : 0;
     tm_migrate_lock(); /* the rebalancer moves chunks too */
     pthread_mutex_lock(&device->place_lock);
     for (uint64_t i = first; i < first + count; i++) {

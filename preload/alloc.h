@@ -71,8 +71,8 @@ typedef enum tm_move_bytes {
 /* Moves chunks [first, first + count) of a chunked allocation to `tier`: the one entry
  * point for changing placement after allocation (name rules now, heat later). Charges the
  * tiers, keeps the stats record right, and leaves a chunk where it is when the tier is
- * absent, full or the driver refuses. KEEP needs the migration mechanism, which this
- * build does not have: it moves nothing. Returns the chunks moved. */
+ * absent, full or the driver refuses. DEAD moves now and returns the chunks moved; KEEP
+ * queues a migration (deferred_move.h) and returns the chunks queued. */
 uint64_t tm_alloc_move_chunks(tm_device *device, tm_alloc *alloc, uint64_t first, uint64_t count,
                               tm_tier_id tier, tm_move_bytes bytes);
 

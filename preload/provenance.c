@@ -94,8 +94,8 @@ static void label_allocation(const tm_range *record, void *arg)
             whole = synchronised;
         }
         if (!tm_alloc_move_chunks(job->device, a, i, 1, tier, whole ? TM_MOVE_BYTES_DEAD : TM_MOVE_BYTES_KEEP))
-            tm_log_once(TM_LOG_INFO, "tensor %s: a name rule sends it to %s, but a chunk holding live bytes "
-                        "cannot move yet; it stays where it is", t->name, tm_tier_name(tier));
+            tm_log_once(TM_LOG_INFO, "tensor %s: a name rule sends it to %s, but a chunk of it cannot move "
+                        "(no room, or too many moves waiting); it stays where it is", t->name, tm_tier_name(tier));
     }
     if (changed)
         publish_names(a, labels);

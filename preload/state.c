@@ -7,6 +7,7 @@
 
 #include "policy/units.h"
 #include "preload/alloc.h"
+#include "preload/deferred_move.h"
 #include "preload/device.h"
 #include "preload/heat.h"
 #include "preload/log.h"
@@ -55,6 +56,7 @@ static void after_fork_in_child(void)
     tm_gate_reinit_in_child();
     tm_migrate_forget_in_child();
     tm_rebalancer_forget_in_child();
+    tm_deferred_move_forget_in_child();
 }
 
 /* ---------------------------------------------------------------- start-up */
@@ -120,6 +122,7 @@ static void at_exit(void)
     if (exit_pid != getpid())
         return; /* a fork child that never allocated: the parent's memory is not its own */
     tm_rebalancer_stop();
+    tm_deferred_move_stop();
     tm_stream_free_finish(NULL, true);
     tm_release_all_at_exit();
     tm_migrate_shutdown();

@@ -138,6 +138,15 @@ typedef struct tm_stats_header {
     uint64_t heat_collector_ns;   /* CLOCK_MONOTONIC of its last write: while under 5 s old,
                                    * the process leaves heat to it */
     uint64_t heat_reserved[4];
+    /* name rules applied after the copy, and the file tier (header_size tells them apart) */
+    uint64_t name_moves_queued;   /* chunk runs a name rule handed to migration */
+    uint64_t name_moves_done;     /* ... carried out or given up (queued - done: pending) */
+    uint64_t file_tier;           /* 1 when TIERMEM_FILE_TIER=1 */
+    uint64_t file_dropped;        /* chunks whose memory the file tier released, now */
+    uint64_t file_drops;          /* chunks released, in all */
+    uint64_t file_faults;         /* dropped chunks read back from their file before a launch */
+    uint64_t file_fault_bytes;
+    uint64_t file_refused;        /* read-backs refused: the file changed or could not be read */
 } tm_stats_header;
 
 typedef struct tm_stats_call {

@@ -4,9 +4,10 @@
  *   filecopy mmap|pread|staging FILE
  *       copies every tensor of FILE (GGUF or safetensors) into its own cuMemAlloc: from a
  *       mapping of the file, from a buffer pread fills, or through a pinned staging buffer
- *       (cuMemHostAlloc, cuMemcpyHtoDAsync); then reads each tensor back, compares it with
- *       the file, and prints one line per tensor from this process's stats region:
- *       "tensor NAME stats-name=NAME hbm=H cxl=C ddr=D"
+ *       (cuMemHostAlloc, cuMemcpyHtoDAsync); once the moves name rules queued are done, prints
+ *       one line per tensor from this process's stats region, then reads each tensor back
+ *       and compares it with the file:
+ *       "tensor NAME stats-name=NAME hbm=H cxl=C ddr=D", then "moves name_moves=N migrations=M"
  *   filecopy checksum FILE        read() the whole file in 1000-byte steps, print a checksum
  *
  * The tensor table comes from the interposer's own parser (tensor_table.h), which the
@@ -112,6 +113,33 @@ static int load(const char *mode, const char *path)
         const tm_tensor *t = &table.tensor[i];
         CHECK(cuMemAlloc(&dptr[i], t->size));
         copy_in(mode, fd, map, t, dptr[i], staging, stream);
+    }
+    char region[64], why[256];
+    tm_stats_snapshot s;
+    tm_stats_default_path(getpid(), region, sizeof region);
+    bool stats = tm_stats_read(region, &s, why, sizeof why) == 0;
+    /* moves a name rule queued run on the interposer's own thread: wait for them (10 s at most) */
+    for (int tries = 0; stats && s.header.name_moves_done < s.header.name_moves_queued && tries < 1000; tries++) {
+        tm_stats_snapshot_free(&s);
+        usleep(10000);
+        stats = tm_stats_read(region, &s, why, sizeof why) == 0;
+    }
+    for (uint64_t i = 0; i < table.count; i++) {
+        const tm_stats_record *r = NULL;
+        for (size_t k = 0; stats && k < s.record_count; k++)
+            if (s.records[k].address == dptr[i]) r = &s.records[k];
+        printf("tensor %s stats-name=%s hbm=%u cxl=%u ddr=%u\n", table.tensor[i].name, r ? r->name : "(none)",
+               r ? r->chunks[0] : 0, r ? r->chunks[1] : 0, r ? r->chunks[2] : 0);
+    }
+    if (stats) {
+        printf("moves name_moves=%llu migrations=%llu\n", (unsigned long long)s.header.name_moves_queued,
+               (unsigned long long)s.header.migrations);
+        tm_stats_snapshot_free(&s);
+    }
+    /* read back once the moves are done: a device-to-host copy does not pass the
+     * migration's gate (migrate.h) */
+    for (uint64_t i = 0; i < table.count; i++) {
+        const tm_tensor *t = &table.tensor[i];
         uint8_t *back = malloc(t->size);
         CHECK(cuMemcpyDtoH(back, dptr[i], t->size));
         if (memcmp(back, map + t->offset, t->size) != 0) {
@@ -120,18 +148,6 @@ static int load(const char *mode, const char *path)
         }
         free(back);
     }
-    char region[64], why[256];
-    tm_stats_snapshot s;
-    tm_stats_default_path(getpid(), region, sizeof region);
-    bool stats = tm_stats_read(region, &s, why, sizeof why) == 0;
-    for (uint64_t i = 0; i < table.count; i++) {
-        const tm_stats_record *r = NULL;
-        for (size_t k = 0; stats && k < s.record_count; k++)
-            if (s.records[k].address == dptr[i]) r = &s.records[k];
-        printf("tensor %s stats-name=%s hbm=%u cxl=%u ddr=%u\n", table.tensor[i].name, r ? r->name : "(none)",
-               r ? r->chunks[0] : 0, r ? r->chunks[1] : 0, r ? r->chunks[2] : 0);
-    }
-    if (stats) tm_stats_snapshot_free(&s);
     for (uint64_t i = 0; i < table.count; i++)
         CHECK(cuMemFree(dptr[i]));
     printf("copied %" PRIu64 " tensors%s\n", table.count, bad ? ", some wrong" : ", every byte equal");

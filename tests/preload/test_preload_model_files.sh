@@ -33,7 +33,10 @@ named=$(grep -cE '^tensor ([^ ]+) stats-name=\1 ' "$S/gguf.out")
 check_eq "GGUF, mmap: all 21 tensors are named after themselves" "$named/$tensors" "21/21"
 
 # -------------------------------------------------------------- name rules
-for mode in mmap pread; do
+# mmap and pread copy each tensor whole and synchronously (its old bytes are dead: the chunks
+# are replaced); staging copies 1 MiB pieces asynchronously, so the chunks already hold live
+# bytes and migrate on the interposer's thread, off the copy's path
+for mode in mmap pread staging; do
   under_tiermem "${small[@]}" TIERMEM_RULES='name=*embed*=ddr,name=lm_*=ddr' -- \
     "$FILECOPY" $mode "$S/model.safetensors" > "$S/rule-$mode.out" 2>&1
   check "rule, $mode: every byte still equal" grep -q 'every byte equal' "$S/rule-$mode.out"
@@ -43,6 +46,10 @@ for mode in mmap pread; do
   check "rule, $mode: the norm, matched by no rule, stays in hbm" \
     grep -q '^tensor model.norm.weight .* hbm=1 cxl=0 ddr=0$' "$S/rule-$mode.out"
 done
+check "rule, staging: the chunks holding live bytes moved by migration" \
+  grep -q 'name_moves=[1-9][0-9]* migrations=4$' "$S/rule-staging.out"
+check "rule, mmap: whole synchronous copies replaced the chunks without migrating" \
+  grep -q 'name_moves=0 migrations=0$' "$S/rule-mmap.out"
 under_tiermem "${small[@]}" TIERMEM_RULES='name=nothing.matches=ddr' -- "$FILECOPY" mmap "$S/model.safetensors" \
   > "$S/norule.out" 2>&1
 check "a rule matching no tensor moves nothing" grep -q '^tensor model.embed_tokens.weight .* hbm=2 cxl=0 ddr=0$' \
