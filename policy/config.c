@@ -103,6 +103,14 @@ static bool parse_disable(const char *value, tm_config *config)
     return true;
 }
 
+static bool parse_file_tier(const char *value, tm_config *config)
+{
+    if (strcmp(value, "0") != 0 && strcmp(value, "1") != 0)
+        return false;
+    config->file_tier = value[0] == '1';
+    return true;
+}
+
 /* The index of `value` among names[first..last] (case-insensitive), or -1. */
 static int parse_word(const char *value, const char *const *names, int first, int last)
 {
@@ -184,6 +192,7 @@ static const variable variables[] = {
     { "TIERMEM_HEAT", parse_heat, "launch, ebpf or off" },
     { "TIERMEM_HEAT_HALFLIFE", parse_heat_halflife,
       "a duration above 0: digits then ms, s or m, seconds when bare (e.g. 10s)" },
+    { "TIERMEM_FILE_TIER", parse_file_tier, "0 or 1" },
 };
 
 #define VARIABLE_COUNT (sizeof variables / sizeof variables[0])

@@ -10,6 +10,7 @@
 #include "policy/units.h"
 #include "preload/deferred_move.h"
 #include "preload/driver.h"
+#include "preload/file_tier.h"
 #include "preload/heat.h"
 #include "preload/log.h"
 #include "preload/spill_note.h"
@@ -132,6 +133,7 @@ bool tm_alloc_chunked(tm_device *device, CUcontext ctx, uint64_t bytes, uint32_t
         return tm_alloc_managed(device, ctx, bytes, path, dptr, result);
     tm_alloc_desc desc = { .size = bytes };
     bool full[TM_TIER_COUNT] = { false };
+    int room_rounds = 0;
     for (int attempt = 0; attempt <= TM_TIER_COUNT; attempt++) {
         /* plan and charge in one step, so two threads never count on the same room */
         tm_plan plan;
@@ -145,6 +147,17 @@ bool tm_alloc_chunked(tm_device *device, CUcontext ctx, uint64_t bytes, uint32_t
         if (fits)
             charge_plan(&plan, +1);
         pthread_mutex_unlock(&device->place_lock);
+        if (!fits && room_rounds < 16) {
+            /* the file tier drops chunks it can read back, and placement starts over (the
+             * room may come in a tier that cannot take the whole request) */
+            room_rounds++;
+            uint64_t chunks = (bytes + device->policy.chunk_size - 1) / device->policy.chunk_size;
+            if (tm_file_tier_make_room(device, chunks)) {
+                memset(full, 0, sizeof full);
+                attempt = -1;
+                continue;
+            }
+        }
         if (!fits)
             break;
 
@@ -220,7 +233,7 @@ uint64_t tm_alloc_move_chunks(tm_device *device, tm_alloc *a, uint64_t first, ui
     pthread_mutex_lock(&device->place_lock);
     for (uint64_t i = first; i < first + count; i++) {
         tm_tier_id from = tm_backing_chunk_tier(b, i);
-        if (from == tier)
+        if (from == tier || from == TM_TIER_DROPPED) /* a dropped chunk is placed when read back */
             continue;
         tm_tiers now;
         tm_device_tiers_now(device, &now);
@@ -291,6 +304,7 @@ void tm_free_chunked(tm_alloc *a, tm_wait wait, CUstream stream)
         return;
     }
     tm_migrate_lock(); /* none of its chunks is mid-migration */
+    tm_file_tier_forget(a);
     charge_plan(&a->backing->plan, -1);
     tm_backing_destroy(a->backing);
     tm_migrate_unlock();
@@ -447,6 +461,7 @@ void tm_forget_all_in_child(void)
         if (a->backing)
             free(a->backing->moved);
         free(a->backing);
+        free(a->file);
         tm_heat_alloc_detach(a);
         free(a);
     }

@@ -14,6 +14,8 @@
 #include "preload/registry.h"
 #include "preload/tensor_table.h"
 
+typedef struct tm_file_chunks tm_file_chunks;
+
 typedef struct tm_alloc {
     tm_range range;         /* base: the program's pointer; size: the bytes it asked for */
     CUcontext ctx;          /* the context current at allocation */
@@ -31,6 +33,7 @@ typedef struct tm_alloc {
     uint32_t heat_chunks;
     uint32_t heat_chunk_shift; /* log2 of the heat chunk size */
     int heat_lock;          /* held while a sample credits and publishes the chunks */
+    tm_file_chunks *file;   /* chunked: the file tier's view of its chunks (file_tier.h), or NULL */
 } tm_alloc;
 
 /* How an allocation request is served. */

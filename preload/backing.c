@@ -27,13 +27,21 @@ static CUmemAllocationProp chunk_properties(const tm_backing_target *target, tm_
     return prop;
 }
 
-/* Unmaps and releases the first `mapped` chunks and frees the range. */
+/* Unmaps and releases the first `mapped` chunks and frees the range; runs at a time
+ * around the chunks the file tier dropped. */
 static void vmm_undo(tm_backing *b, uint64_t mapped)
 {
-    if (mapped)
-        tm_release_call(tm_real.cuMemUnmap(b->base, mapped * b->plan.chunk_size));
-    for (uint64_t i = 0; i < mapped; i++)
-        tm_release_call(tm_real.cuMemRelease(b->handle[i]));
+    uint64_t chunk = b->plan.chunk_size;
+    for (uint64_t i = 0; i < mapped;) {
+        uint64_t n = 0;
+        while (i + n < mapped && !(b->tier && b->tier[i + n] == TM_TIER_DROPPED))
+            n++;
+        if (n)
+            tm_release_call(tm_real.cuMemUnmap(b->base + i * chunk, n * chunk));
+        for (uint64_t k = i; k < i + n; k++)
+            tm_release_call(tm_real.cuMemRelease(b->handle[k]));
+        i += n ? n : 1;
+    }
     tm_release_call(tm_real.cuMemAddressFree(b->base, b->bytes));
 }
 

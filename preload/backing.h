@@ -20,6 +20,9 @@ typedef struct tm_backing_target {
     bool pinned_host;          /* lower tiers as pinned host memory */
 } tm_backing_target;
 
+/* backing->tier of a chunk the file tier dropped (file_tier.h): unmapped, handle 0. */
+#define TM_TIER_DROPPED 0xff
+
 typedef struct tm_backing {
     CUdeviceptr base;          /* where the program sees the memory */
     uint64_t bytes;            /* plan.chunks * plan.chunk_size */

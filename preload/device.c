@@ -7,6 +7,7 @@
 #include "policy/units.h"
 #include "preload/discover.h"
 #include "preload/driver.h"
+#include "preload/file_tier.h"
 #include "preload/heat.h"
 #include "preload/log.h"
 #include "preload/rebalancer.h"
@@ -115,6 +116,8 @@ static bool set_up(CUdevice ordinal)
     log_start_up(&found, config);
     tm_state_register_exit();
     tm_rebalancer_start(&device, config->migrate_rate);
+    if (config->file_tier)
+        tm_file_tier_start(&device);
     return true;
 }
 

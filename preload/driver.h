@@ -4,8 +4,12 @@
 #define TM_PRELOAD_DRIVER_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "preload/cuda_api.h"
+
+/* simcuda_storage_read (tools/simcuda/sim_time.c): the host read `bytes` from storage. */
+typedef void (*PFN_simcuda_storage_read)(uint64_t bytes);
 
 typedef struct tm_driver_table {
 #define HOOK(symbol, pfn, base, version, variant) pfn symbol;

@@ -258,6 +258,19 @@ static size_t gather_values(param_layout *l, void **params, void **extra, uint64
     return n;
 }
 
+size_t tm_launch_param_values(CUfunction f, void **params, void **extra, uint64_t *values, size_t max)
+{
+    if (!params && !extra)
+        return 0;
+    param_layout scratch;
+    bool learning = false;
+    uint64_t all[MAX_PARAMS];
+    size_t n = gather_values(layout_of(f, &scratch, &learning), params, extra, all, &learning);
+    n = n < max ? n : max;
+    memcpy(values, all, n * sizeof *values);
+    return n;
+}
+
 /* ---------------------------------------------------------------- crediting */
 
 typedef struct sample {

@@ -11,6 +11,7 @@
 #define TM_PRELOAD_HEAT_LAUNCH_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "preload/cuda_api.h"
@@ -26,6 +27,11 @@ void tm_heat_launch_enable(void);
 
 /* Reads the parameters of one launch of `threads` threads in all and credits heat. */
 void tm_heat_sample_launch(CUfunction f, uint64_t threads, void **params, void **extra);
+
+/* The pointer-sized parameter values of a launch (the layout cache above), at most `max`:
+ * what the file tier reads to find the chunks a launch needs. */
+#define TM_LAUNCH_PARAMS_MAX 64
+size_t tm_launch_param_values(CUfunction f, void **params, void **extra, uint64_t *values, size_t max);
 
 /* The fast path every launch hook takes. */
 static inline void tm_heat_on_launch(CUfunction f, uint64_t threads, void **params, void **extra)

@@ -1,7 +1,9 @@
 /* hook_launch.c — kernel launches pass straight through, counted. Chunked memory needs
- * nothing here: its addresses are device addresses like any other. The first launch ends
+ * nothing here (its addresses are device addresses like any other) unless the file tier
+ * dropped chunks a launch's parameters point into: they are read back first. The first launch ends
  * the managed baseline's loading phase (managed.h); the `launch` heat source reads the
  * parameters of sampled launches (heat_launch.h) before they go. */
+#include "preload/file_tier.h"
 #include "preload/heat_launch.h"
 #include "preload/hook.h"
 #include "preload/submit_gate.h"
@@ -15,8 +17,9 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned in
     tm_managed_note_launch();
     tm_heat_on_launch(f, tm_launch_threads(gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ),
                       kernelParams, extra);
-    return TM_GATED(tm_real.cuLaunchKernel(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes,
-                                  hStream, kernelParams, extra));
+    return TM_FILE_GATED_LAUNCH(f, kernelParams, extra,
+                                tm_real.cuLaunchKernel(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
+                                                       sharedMemBytes, hStream, kernelParams, extra));
 }
 
 CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
@@ -27,8 +30,9 @@ CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsign
     tm_managed_note_launch();
     tm_heat_on_launch(f, tm_launch_threads(gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ),
                       kernelParams, extra);
-    return TM_GATED(tm_real.cuLaunchKernel_ptsz(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
-                                       sharedMemBytes, hStream, kernelParams, extra));
+    return TM_FILE_GATED_LAUNCH(f, kernelParams, extra,
+                                tm_real.cuLaunchKernel_ptsz(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY,
+                                                            blockDimZ, sharedMemBytes, hStream, kernelParams, extra));
 }
 
 CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra)
@@ -39,7 +43,7 @@ CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, vo
         tm_heat_on_launch(f, tm_launch_threads(config->gridDimX, config->gridDimY, config->gridDimZ,
                                                config->blockDimX, config->blockDimY, config->blockDimZ),
                           kernelParams, extra);
-    return TM_GATED(tm_real.cuLaunchKernelEx(config, f, kernelParams, extra));
+    return TM_FILE_GATED_LAUNCH(f, kernelParams, extra, tm_real.cuLaunchKernelEx(config, f, kernelParams, extra));
 }
 
 CUresult CUDAAPI cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra)
@@ -50,5 +54,5 @@ CUresult CUDAAPI cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction 
         tm_heat_on_launch(f, tm_launch_threads(config->gridDimX, config->gridDimY, config->gridDimZ,
                                                config->blockDimX, config->blockDimY, config->blockDimZ),
                           kernelParams, extra);
-    return TM_GATED(tm_real.cuLaunchKernelEx_ptsz(config, f, kernelParams, extra));
+    return TM_FILE_GATED_LAUNCH(f, kernelParams, extra, tm_real.cuLaunchKernelEx_ptsz(config, f, kernelParams, extra));
 }

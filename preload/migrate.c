@@ -199,12 +199,12 @@ static CUresult move_chunks(tm_device *d, tm_alloc *a, uint64_t first, uint64_t 
         return CUDA_ERROR_INVALID_CONTEXT;
     CUresult r = ensure_stream(a->ctx) && ensure_staging(b->plan.chunk_size) ? CUDA_SUCCESS : CUDA_ERROR_NOT_SUPPORTED;
     for (uint64_t i = first; r == CUDA_SUCCESS && i < end;) {
-        if (b->tier[i] == to) {
+        if (b->tier[i] == to || b->tier[i] == TM_TIER_DROPPED) { /* the file tier's: not mapped */
             i++;
             continue;
         }
         uint64_t n = 1;
-        while (i + n < end && n < TM_MIGRATE_BATCH && b->tier[i + n] != to)
+        while (i + n < end && n < TM_MIGRATE_BATCH && b->tier[i + n] != to && b->tier[i + n] != TM_TIER_DROPPED)
             n++;
         r = move_batch(d, a, i, n, to);
         i += n;

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "preload/libc_real.h"
 #include "preload/log.h"
@@ -66,6 +67,16 @@ static tm_parse_result read_header(int fd, uint64_t file_size, tm_tensor_table *
     }
 }
 
+/* Where the open descriptor's file is, as the kernel resolved it (openat's directory
+ * and any symlink included), so that a later read-back opens that file and no other. */
+static void keep_path(int fd, char out[TM_MODEL_PATH_MAX])
+{
+    char link[64];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(link, out, TM_MODEL_PATH_MAX - 1);
+    out[n > 0 && n < TM_MODEL_PATH_MAX - 1 && out[0] == '/' ? n : 0] = '\0';
+}
+
 tm_model_file *tm_model_file_load(int fd, const char *path)
 {
     struct stat st;
@@ -85,6 +96,9 @@ tm_model_file *tm_model_file_load(int fd, const char *path)
         return NULL;
     f->dev = st.st_dev;
     f->ino = st.st_ino;
+    f->size = (uint64_t)st.st_size;
+    f->mtime = st.st_mtim;
+    keep_path(fd, f->path);
     const char *base = strrchr(path, '/');
     snprintf(f->name, sizeof f->name, "%s", base ? base + 1 : path);
     const char *why = NULL;

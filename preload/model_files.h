@@ -14,13 +14,20 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <time.h>
 
 #include "preload/tensor_table.h"
+
+#define TM_MODEL_PATH_MAX 4096
 
 typedef struct tm_model_file {
     dev_t dev;
     ino_t ino;
+    uint64_t size;                  /* bytes, when the header was parsed */
+    struct timespec mtime;          /* its modification time then */
     char name[64];                  /* the file's base name, for messages */
+    char path[TM_MODEL_PATH_MAX];   /* absolute, as the kernel resolved it at the open
+                                     * (file_tier.h reads it again); "" when unknown */
     tm_tensor_table table;
 } tm_model_file;
 

@@ -10,4 +10,4 @@ $(O)/obj/preload/%.o: CFLAGS += -fvisibility=hidden
 $(O)/lib/libtiermem.so: $(PRELOAD_OBJS) $(POLICY_OBJS) preload/libtiermem.map
 	@mkdir -p $(@D)
 	$(CC) -shared $(LDFLAGS) -Wl,-Bsymbolic -Wl,--version-script=preload/libtiermem.map \
-	  -Wl,-soname,libtiermem.so $(PRELOAD_OBJS) $(POLICY_OBJS) -lnuma -ljansson -o $@
+	  -Wl,-soname,libtiermem.so $(PRELOAD_OBJS) $(POLICY_OBJS) -lnuma -ljansson -luring -o $@

@@ -4,12 +4,14 @@
 #include "preload/alloc.h"
 #include "preload/device.h"
 #include "preload/driver.h"
+#include "preload/file_tier.h"
 #include "preload/log.h"
 #include "preload/state.h"
 #include "preload/stats.h"
 
 typedef struct copy_job {
     CUdeviceptr dst;
+    const uint8_t *src;             /* the host bytes */
     uint64_t bytes;                 /* of the copy that came from the file range */
     const tm_model_file *file;
     uint64_t offset;                /* file offset of the copy's first byte */
@@ -83,12 +85,14 @@ static void label_allocation(const tm_range *record, void *arg)
             continue;
         if (__atomic_exchange_n(&labels[i], t, __ATOMIC_RELAXED) != t)
             changed = true;
+        /* the copy writes every live byte of the chunk: what it held is dead */
+        uint64_t chunk_live_end = chunk_start + chunk < live_end ? chunk_start + chunk : live_end;
+        bool covered = from == chunk_start && end >= chunk_live_end;
+        tm_file_tier_filled(a, i, job->file, job->offset + (from - job->dst), covered, job->src + (from - job->dst));
         tm_tier_id tier = rule_tier(job->device, a, t);
         if (tier == TM_TIER_COUNT || tier == tm_backing_chunk_tier(a->backing, i))
             continue;
-        /* the copy writes every live byte of the chunk: what it held is dead */
-        uint64_t chunk_live_end = chunk_start + chunk < live_end ? chunk_start + chunk : live_end;
-        bool whole = job->synchronous && from == chunk_start && end >= chunk_live_end;
+        bool whole = job->synchronous && covered;
         if (whole && !synchronised) {
             synchronised = tm_real.cuCtxSynchronize() == CUDA_SUCCESS;
             whole = synchronised;
@@ -103,7 +107,7 @@ static void label_allocation(const tm_range *record, void *arg)
 
 void tm_provenance_copy_slow(CUdeviceptr dst, const void *src, size_t bytes, bool synchronous)
 {
-    copy_job job = { .dst = dst, .synchronous = synchronous };
+    copy_job job = { .dst = dst, .src = src, .synchronous = synchronous };
     size_t valid;
     if (bytes == 0 || !tm_host_range_find(src, &job.file, &job.offset, &valid))
         return;

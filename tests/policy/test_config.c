@@ -143,6 +143,7 @@ static void test_defaults(void **state)
     assert_int_equal(c.order.tier[2], TM_TIER_DDR);
     assert_int_equal(c.policy, TM_POLICY_SIZE);
     assert_true(c.migrate_rate == 4ull << 30);
+    assert_false(c.file_tier); /* off by default */
     assert_int_equal(c.rules.count, 0);
     assert_int_equal(c.meminfo, TM_MEMINFO_AVAILABLE);
     assert_int_equal(c.log_level, TM_LOG_WARN);
@@ -177,6 +178,7 @@ static void test_good_values(void **state)
     setenv("TIERMEM_DISABLE", "0", 1);
     setenv("TIERMEM_HEAT", "launch", 1);
     setenv("TIERMEM_HEAT_HALFLIFE", "250ms", 1);
+    setenv("TIERMEM_FILE_TIER", "1", 1);
     tm_config c;
     int invalid;
     char *errors = load(&c, &invalid);
@@ -192,6 +194,7 @@ static void test_good_values(void **state)
     assert_int_equal(c.min_tiered, 4 << 20);
     assert_int_equal(c.policy, TM_POLICY_HEAT);
     assert_int_equal(c.migrate_rate, 1 << 30);
+    assert_true(c.file_tier);
     assert_int_equal(c.order.count, 2);
     assert_int_equal(c.order.tier[1], TM_TIER_DDR);
     assert_int_equal(c.rules.count, 2);
@@ -290,6 +293,7 @@ static const bad_case bad_cases[] = {
     { "TIERMEM_HEAT_HALFLIFE", "10h", "a duration above 0" },
     { "TIERMEM_HEAT_HALFLIFE", "-5s", "a duration above 0" },
     { "TIERMEM_HEAT_HALFLIFE", "99999999999999m", "a duration above 0" },
+    { "TIERMEM_FILE_TIER", "yes", "0 or 1" },
     { "TIERMEM_STATS", "", NULL }, /* empty is "not set": no error (checked below) */
 };
 

@@ -30,6 +30,11 @@
  *                   NVL 60, GH200 67, H100 PCIe 51 TFLOPS (NVIDIA datasheets).
  *   launch_us,      kernel launch and copy set-up overheads: a few microseconds on every
  *   copy_us         current GPU (CUDA launch-latency measurements: 2-5 us).
+ *   nvme_gbps       sequential read of one NVMe drive, what a file-tier read-back waits for
+ *                   (simcuda_storage_read): PCIe 5 x4 drives read 14 GB/s (Samsung 9100 PRO:
+ *                   14.7 GB/s, Crucial T705: 14.5 GB/s, vendor datasheets); all three
+ *                   profiles are PCIe 5 hosts. A PCIe 4 x4 drive reads 7 GB/s (Samsung 990
+ *                   PRO: 7.45 GB/s): SIMCUDA_NVME_GBPS=7.
  */
 #include <errno.h>
 #include <stdio.h>

@@ -31,6 +31,7 @@ static struct {
     uint64_t kernel_bytes[2][SIM_LOC_COUNT];  /* [0 read, 1 written][location] */
     uint64_t v1_launches;
     uint64_t declared_launches;
+    uint64_t storage_bytes;     /* read from storage (simcuda_storage_read) */
 } tm;
 
 /* ---------------------------------------------------------------- locations */
@@ -333,4 +334,22 @@ void sim_time_summary(void)
     if (tm.v1_launches)
         sim_info("exit: %llu kernel launches of ABI 1 modules were charged the launch overhead only (they declare "
                  "nothing they touch)", (unsigned long long)tm.v1_launches);
+    if (tm.storage_bytes)
+        sim_info("exit: read %llu bytes from storage at %g GB/s", (unsigned long long)tm.storage_bytes, p->nvme_gbps);
+}
+
+/* ---------------------------------------------------------------- storage */
+
+/* simcuda_storage_read(bytes): the caller has just read `bytes` from a model file on the
+ * host and waited for it. The wall time of that read is whatever the page cache made it;
+ * the host clock waits for what one NVMe drive (nvme_gbps) would have taken instead. Not
+ * a driver function: a tiermem process calls it when the driver it loaded has it. */
+SIM_EXPORT void simcuda_storage_read(uint64_t bytes)
+{
+    sim_lock();
+    double now = sim_time_host_enter();
+    sim_time_host_wait(now + (double)bytes / sim.config.profile.nvme_gbps);
+    tm.storage_bytes += bytes;
+    sim_time_host_leave();
+    sim_unlock();
 }

@@ -45,7 +45,8 @@ struct sim_stream;
     X(cxl_latency_us, "CXL_LATENCY_US", 0.25, 0.25, 0.25)      \
     X(tflops, "TFLOPS", 60, 67, 51)                            \
     X(launch_us, "LAUNCH_US", 3, 3, 3)                         \
-    X(copy_us, "COPY_US", 4, 4, 4)
+    X(copy_us, "COPY_US", 4, 4, 4)                             \
+    X(nvme_gbps, "NVME_GBPS", 14, 14, 14)
 
 typedef struct sim_profile {
     const char *name;

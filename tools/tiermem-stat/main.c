@@ -83,6 +83,19 @@ static void print_migration_summary(const tm_stats_header *h)
     printf("\n");
 }
 
+/* "file tier: 12 chunks dropped now (40 in all), 28 read back (56 MiB), 0 refused": only
+ * with TIERMEM_FILE_TIER=1. */
+static void print_file_tier_summary(const tm_stats_header *h)
+{
+    if (!h->file_tier)
+        return;
+    char a[32];
+    printf("file tier: %llu chunks dropped now (%llu in all), %llu read back (%s), %llu refused\n",
+           (unsigned long long)h->file_dropped, (unsigned long long)h->file_drops,
+           (unsigned long long)h->file_faults, tm_format_size(h->file_fault_bytes, a, sizeof a),
+           (unsigned long long)h->file_refused);
+}
+
 static void print_heat_summary(const tm_stats_header *h)
 {
     printf("heat: %.16s, half-life %.3gs; %llu of %llu launches sampled (now 1 in %llu, %llu ns each)%s\n",
@@ -126,6 +139,7 @@ static void print_table(const tm_stats_snapshot *s, const char *path, const size
            (unsigned long long)h->records_dropped);
     print_heat_summary(h);
     print_migration_summary(h);
+    print_file_tier_summary(h);
     if (s->record_count) {
         printf("\n%-18s %12s %8s %8s %8s %8s %-5s  %-18s %s\n", "address", "size", "hbm", "cxl", "ddr", "heat",
                "class", "allocated with", "tensor");
@@ -209,6 +223,12 @@ static void print_json(const tm_stats_snapshot *s, const char *path, const size_
            (unsigned long long)h->migration_rewrites, (unsigned long long)h->pool_hits,
            (unsigned long long)h->pool_misses, (unsigned long long)h->ping_pongs,
            (unsigned long long)h->migrate_rate, (unsigned long long)h->last_rebalance_ns);
+    printf("\"name_moves_queued\":%llu,\"name_moves_done\":%llu,\"file_tier\":%s,\"file_dropped\":%llu,"
+           "\"file_drops\":%llu,\"file_faults\":%llu,\"file_fault_bytes\":%llu,\"file_refused\":%llu,\n",
+           (unsigned long long)h->name_moves_queued, (unsigned long long)h->name_moves_done,
+           h->file_tier ? "true" : "false", (unsigned long long)h->file_dropped, (unsigned long long)h->file_drops,
+           (unsigned long long)h->file_faults, (unsigned long long)h->file_fault_bytes,
+           (unsigned long long)h->file_refused);
     printf("\"allocations\":[\n");
     for (size_t k = 0; k < s->record_count; k++) {
         size_t i = order[k];

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# The file tier (TIERMEM_FILE_TIER=1): tiermem-llm, unmodified, runs a model whose weights
+# exceed the HBM and DDR limits together, token for token equal to the run on a device that
+# holds it all: chunks copied whole from the model file are dropped when no tier has room
+# and read back from the file before a launch needs them. Without the tier the same run is
+# out of memory; a file changed under the running process is refused with one error line,
+# never served.
+source "$(dirname "$0")/../lib/tap.sh"
+source "$(dirname "$0")/preload_lib.sh"
+
+S=$SCRATCH
+llm=$B/bin/tiermem-llm
+# 2 layers of dim 768, f32: 53 MiB of weights against 20 MiB of HBM and 20 MiB of DDR
+"$B/bin/tiermem-mkmodel" -o "$S/m.gguf" --layers 2 --dim 768 --heads 12 --kv-heads 3 --ffn 2048 \
+  --type f32 --seed 3 > /dev/null 2>&1
+limits=(SIMCUDA_MEM=1G TIERMEM_HBM_LIMIT=20M TIERMEM_DDR_LIMIT=20M)
+ids() { sed -n 's/^tiermem-llm: seq 0 generated ids: //p' "$1"; }
+weights() { sed -n 's/.* weight_bytes=\([0-9]*\).*/\1/p' "$1"; }
+
+SIMCUDA_MEM=1G "$llm" -m "$S/m.gguf" -p "Once upon a time" -n 12 -v > /dev/null 2> "$S/ref.err"
+check "the reference run generated 12 tokens" test "$(ids "$S/ref.err" | wc -w)" -eq 12
+check "the weights exceed the HBM and DDR limits together" test "$(weights "$S/ref.err")" -gt $((40 << 20))
+
+under_tiermem "${limits[@]}" -- "$llm" -m "$S/m.gguf" -p "Once upon a time" -n 12 -v > /dev/null 2> "$S/off.err"
+check "without the file tier the load runs out of memory" grep -q 'out of device memory while loading weights' \
+  "$S/off.err"
+
+under_tiermem "${limits[@]}" TIERMEM_FILE_TIER=1 TIERMEM_STATS="$S/on.stats" -- \
+  "$llm" -m "$S/m.gguf" -p "Once upon a time" -n 12 -v > /dev/null 2> "$S/on.err"
+check_eq "with the file tier the engine exits 0" "$?" 0
+check_eq "its tokens equal the reference's" "$(ids "$S/on.err")" "$(ids "$S/ref.err")"
+json=$("$TIERMEM_STAT" --json "$S/on.stats")
+check_eq "tiermem-stat says the file tier is on" "$(grep -o '"file_tier":[a-z]*' <<<"$json")" '"file_tier":true'
+check "chunks were dropped" test "$(json_value "$json" file_drops)" -gt 0
+check "chunks were read back before launches (file_faults)" test "$(json_value "$json" file_faults)" -gt 0
+check_eq "each read back a whole chunk or a tensor's last part" \
+  "$(( $(json_value "$json" file_fault_bytes) <= $(json_value "$json" file_faults) * (2 << 20) ))" 1
+check_eq "no read-back was refused" "$(json_value "$json" file_refused)" 0
+check "hbm never held more than its limit" test "$(json_tier "$json" hbm peak)" -le $((20 << 20))
+check "ddr never held more than its limit" test "$(json_tier "$json" ddr peak)" -le $((20 << 20))
+check "the table shows the tier's counts" \
+  grep -q '^file tier: 0 chunks dropped now ([1-9][0-9]* in all), [1-9][0-9]* read back' \
+  <<<"$("$TIERMEM_STAT" "$S/on.stats")"
+
+# -------------------------------------------------------------- a file changed underneath
+cp "$S/m.gguf" "$S/changed.gguf"
+under_tiermem "${limits[@]}" TIERMEM_FILE_TIER=1 TIERMEM_STATS="$S/changed.stats" -- \
+  "$llm" -m "$S/changed.gguf" -p "Once upon a time" -n 400 -v > /dev/null 2> "$S/changed.err" &
+pid=$!
+for _ in $(seq 1 600); do   # until decoding reads chunks back
+  faults=$(json_value "$("$TIERMEM_STAT" --json "$S/changed.stats" 2> /dev/null)" file_faults)
+  [ "${faults:-0}" -gt 0 ] && break
+  kill -0 "$pid" 2> /dev/null || break
+  sleep 0.1
+done
+touch -d '2001-01-01' "$S/changed.gguf"   # same bytes, another modification time
+wait "$pid"
+check "the engine fails instead of running on bytes from a changed file" test $? -ne 0
+refusal='^tiermem: error: file tier: model file changed.gguf: it changed since it was loaded (size, time or inode); '
+check_eq "one error line names the file and what changed" "$(grep -c "$refusal" "$S/changed.err")" 1
+check "the refusal is counted" test "$(json_value "$("$TIERMEM_STAT" --json "$S/changed.stats")" file_refused)" -ge 1
+done_testing
