@@ -387,8 +387,10 @@ static bool take_chunk(tm_device *d, uint64_t before, CUmemGenericAllocationHand
                 *tier = (tm_tier_id)t;
                 return true;
             }
-        if (!drop_chunks(1, before))
+        if (!drop_chunks(1, before)) {
+            tm_debug("file tier: nothing to drop (attempt %d)", attempt);
             break;
+        }
     }
     return false;
 }

@@ -11,7 +11,8 @@
 #   max(HBM bytes read per step / HBM bandwidth, bytes that cannot be resident / link
 #       bandwidth, FLOPs per step / peak compute)
 # with perfect overlap. Then a 128k-token vocabulary (token_embd large and mostly cold) and
-# a KV pool sized under TIERMEM_MEMINFO=virtual. Table on stdout; the table, the raw rows
+# a KV pool sized under TIERMEM_MEMINFO=virtual, and a model larger than HBM and DDR
+# together under the file tier (TIERMEM_FILE_TIER=1). Table on stdout; the table, the raw rows
 # and the plots (step time against oversubscription; tier occupancy over time) in
 # $O/bench/. Ratios matter, not sizes: the device is small so that it runs in minutes, and
 # the fixed per-operation costs (launch, copy set-up, first access over the link) are set
@@ -206,6 +207,43 @@ first=${PROFILES%% *}
     printf '%-10s %10s %12s %10s\n' $view "$(field kv_blocks "$T/run.err")" \
       "$(awk -v b="$(field kv_bytes "$T/run.err")" 'BEGIN { printf "%.1f", b / 1048576 }')" \
       "$(field sim_decode_step_ms "$T/run.err")"
+  done
+} | tee -a "$TABLE"
+
+# ------------------------------------------------------------------ the file tier
+# A model whose weights exceed HBM and DDR together (53 MiB against 24 MiB of each): without
+# the file tier it cannot load; with TIERMEM_FILE_TIER=1 the chunks that do not fit are
+# dropped and read back from the model file as steps need them. Its matrices are 2.25 and
+# 6 MiB (dim 768, FFN 2048), so that every weight is chunked: allocations under the chunk
+# size pass through to HBM and cannot be dropped. Its bound adds the storage term: the weight
+# bytes beyond HBM and DDR are read each step at NVME_GBPS (and cross the link with the DDR
+# part).
+FILE_MIB=24
+"$MK" -o "$T/file.gguf" --layers 2 --dim 768 --heads 12 --kv-heads 3 --ffn 2048 --type f32 | sed 's/^/# /'
+{
+  printf '\n%s, 53 MiB of weights, HBM %d MiB + DDR %d MiB, decode batch 1: the file tier (TIERMEM_FILE_TIER=1)\n' \
+    "$first" $FILE_MIB $FILE_MIB
+  printf '%-12s %10s %10s %8s %16s\n' run "step ms" "bound ms" "/ bound" "read back/step"
+  for tier in 0 1; do
+    env "${SIM[@]}" SIMCUDA_PROFILE="$first" SIMCUDA_MEM=${FILE_MIB}M LD_PRELOAD="$LIB" TIERMEM_FILE_TIER=$tier \
+      TIERMEM_DDR_LIMIT=${FILE_MIB}M TIERMEM_STATS="$T/file.stats" "$LLM" -m "$T/file.gguf" \
+      --prompts-file "$T/prompts1" -n $((DECODE * 4 + 1)) "${KV[@]}" >/dev/null 2>"$T/run.err"
+    name=$([ $tier = 1 ] && echo "file tier" || echo "without")
+    step=$(field sim_decode_step_ms "$T/run.err")
+    if [ -z "$step" ]; then
+      printf '%-12s %s\n' "$name" "fails: $(sed -n 's/^error: //p' "$T/run.err" | head -n 1 | cut -c1-50)..."
+      continue
+    fi
+    w=$(field weight_bytes "$T/run.err")
+    bound=$(awk -v hbm="$(param "$first" hbm_gbps)" -v link="$(param "$first" h2d_gbps)" \
+      -v nvme="$(param "$first" nvme_gbps)" -v w="$w" -v dev=$((FILE_MIB << 20)) 'BEGIN {
+        h = w < dev ? w : dev; low = w - h; file = low - dev; if (file < 0) file = 0
+        t = h / (hbm * 1e6); s = low / (link * 1e6); f = file / (nvme * 1e6)
+        if (s > t) t = s; if (f > t) t = f; printf "%.6f", t }')
+    bytes=$("$STAT" --json "$T/file.stats" | grep -o '"file_fault_bytes":[0-9]*' | cut -d: -f2)
+    printf '%-12s %10s %10s %8s %16s\n' "$name" "$step" "$bound" \
+      "$(awk -v s="$step" -v b="$bound" 'BEGIN { printf "%.2f", s / b }')" \
+      "$(awk -v b="${bytes:-0}" -v n=$((DECODE * 4 + 1)) 'BEGIN { printf "%.1f MiB", b / n / 1048576 }')"
   done
 } | tee -a "$TABLE"
 
