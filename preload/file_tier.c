@@ -525,6 +525,15 @@ CUresult tm_file_tier_prepare_range(CUdeviceptr address, uint64_t bytes, uint64_
     return r;
 }
 
+void tm_file_tier_forget_in_child(void)
+{
+    pthread_mutex_init(&file_lock, NULL);
+    pthread_mutex_init(&io_lock, NULL);
+    tracked_count = 0;
+    tm_file_tier_dropped_now = 0;
+    ring_state = 0; /* the parent's ring is left to it */
+}
+
 bool tm_file_tier_epoch_holds(uint64_t seen)
 {
     return __atomic_load_n(&epoch, __ATOMIC_ACQUIRE) == seen;

@@ -68,6 +68,10 @@ bool tm_file_tier_epoch_holds(uint64_t epoch);
  * backing is destroyed). */
 void tm_file_tier_forget(tm_alloc *a);
 
+/* A fork child: the parent's allocations and ring are not its own (the records went with
+ * tm_forget_all_in_child). */
+void tm_file_tier_forget_in_child(void);
+
 /* A submission that may need dropped chunks: read back, then submitted under the gate
  * unless a drop came between (then again). */
 #define TM_FILE_GATED_(prepare, call)                                                       \

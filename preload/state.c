@@ -9,6 +9,7 @@
 #include "preload/alloc.h"
 #include "preload/deferred_move.h"
 #include "preload/device.h"
+#include "preload/file_tier.h"
 #include "preload/heat.h"
 #include "preload/log.h"
 #include "preload/migrate.h"
@@ -57,6 +58,7 @@ static void after_fork_in_child(void)
     tm_migrate_forget_in_child();
     tm_rebalancer_forget_in_child();
     tm_deferred_move_forget_in_child();
+    tm_file_tier_forget_in_child();
 }
 
 /* ---------------------------------------------------------------- start-up */

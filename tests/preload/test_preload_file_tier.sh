@@ -42,6 +42,16 @@ check "the table shows the tier's counts" \
   grep -q '^file tier: 0 chunks dropped now ([1-9][0-9]* in all), [1-9][0-9]* read back' \
   <<<"$("$TIERMEM_STAT" "$S/on.stats")"
 
+# -------------------------------------------------------------- a loader that reads its tensors back
+# filecopy copies every tensor from a mapping of the file into 16 MiB of HBM and DDR, then
+# reads each back with cuMemcpyDtoH: the dropped ones are read back from the file first
+under_tiermem TIERMEM_MIN_TIERED=1 TIERMEM_HBM_LIMIT=8M TIERMEM_DDR_LIMIT=8M TIERMEM_FILE_TIER=1 \
+  TIERMEM_STATS="$S/copy.stats" -- "$B/tests/preload/filecopy" mmap "$S/m.gguf" > "$S/copy.out" 2>&1
+check_eq "filecopy: the loader exits 0" "$?" 0
+check "filecopy: every byte it reads back equals the file" grep -q '^copied 21 tensors, every byte equal$' "$S/copy.out"
+json=$("$TIERMEM_STAT" --json "$S/copy.stats")
+check "filecopy: its device-to-host copies read dropped chunks back" test "$(json_value "$json" file_faults)" -gt 0
+
 # -------------------------------------------------------------- a file changed underneath
 cp "$S/m.gguf" "$S/changed.gguf"
 under_tiermem "${limits[@]}" TIERMEM_FILE_TIER=1 TIERMEM_STATS="$S/changed.stats" -- \
