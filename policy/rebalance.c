@@ -92,6 +92,8 @@ int tm_rebalance_plan(const tm_rebalance_input *in, tm_rebalance_move *out, size
     size_t lower = 0, upper = 0;
     for (size_t a = 0; a < in->alloc_count; a++)
         for (uint64_t i = 0; i < in->alloc[a].chunks; i++) {
+            if (in->alloc[a].tier[i] >= TM_TIER_COUNT)
+                continue; /* in no tier (the file tier dropped it): not for this pass to move */
             if (in->alloc[a].tier[i] == TM_TIER_HBM)
                 upper++;
             else
@@ -113,7 +115,7 @@ int tm_rebalance_plan(const tm_rebalance_input *in, tm_rebalance_move *out, size
     for (size_t a = 0; a < in->alloc_count; a++) {
         const tm_rebalance_alloc *al = &in->alloc[a];
         for (uint64_t i = 0; i < al->chunks; i++) {
-            if (settled(al, i, in->cooldown))
+            if (al->tier[i] >= TM_TIER_COUNT || settled(al, i, in->cooldown))
                 continue;
             candidate c = { a, i, al->heat[i] };
             if (al->tier[i] == TM_TIER_HBM)

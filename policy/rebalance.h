@@ -30,7 +30,8 @@
 
 typedef struct tm_rebalance_alloc {
     uint64_t chunks;            /* its chunk count */
-    const uint8_t *tier;        /* [chunks] tm_tier_id of each chunk now */
+    const uint8_t *tier;        /* [chunks] tm_tier_id of each chunk now; TM_TIER_COUNT or above: in
+                                 * no tier (dropped by the file tier), never moved */
     const double *heat;         /* [chunks] heat of each chunk (policy/heat.h) */
     const uint32_t *idle;       /* [chunks] passes since the chunk last moved, or NULL: never */
 } tm_rebalance_alloc;

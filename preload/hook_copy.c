@@ -1,9 +1,10 @@
 /* hook_copy.c — copies between host and device pass through, counted, past the submission
- * gate and the file tier (file_tier.h: dropped chunks they touch are read back first). Before the driver sees one,
- * provenance looks at its source (provenance.h: one load and a branch while no host
- * memory came from a model file). A successful one tells the managed baseline that the
- * host filled the destination (managed.h); for cuMemcpy, whose directions are implied,
- * the source must be memory the interposer does not track (host memory). */
+ * gate and the file tier (file_tier.h: dropped chunks they touch are read back first).
+ * Before the driver sees a host-to-device copy, provenance looks at its source
+ * (provenance.h: one load and a branch while no host memory came from a model file). A
+ * successful one tells the managed baseline that the host filled the destination
+ * (managed.h); for cuMemcpy, whose directions are implied, the source must be memory the
+ * interposer does not track (host memory). */
 #include "preload/alloc.h"
 #include "preload/file_tier.h"
 #include "preload/hook.h"

@@ -176,6 +176,27 @@ static void test_no_room_below_no_swap(void **state)
     assert_int_equal(tm_rebalance_plan(&in, out, 16), 0);
 }
 
+/* A chunk the file tier dropped is in no tier: the hottest of all, it still never moves. */
+static void test_dropped_chunks_never_move(void **state)
+{
+    (void)state;
+    fake_alloc f[1];
+    tm_rebalance_alloc a[1] = { make_alloc(&f[0], 4, TM_TIER_DDR, 0.1) };
+    f[0].tier[2] = 0xff;
+    f[0].heat[2] = 0.9;
+    tm_rebalance_input in = make_input(a, 1, 10, 10, 100);
+    tm_rebalance_move out[16];
+    int n = tm_rebalance_plan(&in, out, 16);
+    assert_int_equal(n, 2); /* chunks 0-1 and 3, around the dropped one */
+    assert_int_equal(out[0].first, 0);
+    assert_int_equal(out[0].count, 2);
+    assert_int_equal(out[1].first, 3);
+    assert_int_equal(out[1].count, 1);
+    for (int i = 0; i < 4; i++)
+        f[0].tier[i] = 0xff;
+    assert_int_equal(tm_rebalance_plan(&in, out, 16), 0); /* none in a tier: nothing to move */
+}
+
 static void test_budget_from_rate(void **state)
 {
     (void)state;
@@ -197,6 +218,7 @@ int main(void)
         cmocka_unit_test(test_recently_moved_chunks_stay),
         cmocka_unit_test(test_budget_limits_a_pass),
         cmocka_unit_test(test_no_room_below_no_swap),
+        cmocka_unit_test(test_dropped_chunks_never_move),
         cmocka_unit_test(test_budget_from_rate),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
