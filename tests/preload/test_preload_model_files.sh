@@ -47,7 +47,7 @@ for mode in mmap pread staging; do
     grep -q '^tensor model.norm.weight .* hbm=1 cxl=0 ddr=0$' "$S/rule-$mode.out"
 done
 check "rule, staging: the chunks holding live bytes moved by migration" \
-  grep -q 'name_moves=[1-9][0-9]* migrations=4$' "$S/rule-staging.out"
+  grep -q 'name_moves=[1-9][0-9]* migrations=[1-9][0-9]*$' "$S/rule-staging.out"
 check "rule, mmap: whole synchronous copies replaced the chunks without migrating" \
   grep -q 'name_moves=0 migrations=0$' "$S/rule-mmap.out"
 under_tiermem "${small[@]}" TIERMEM_RULES='name=nothing.matches=ddr' -- "$FILECOPY" mmap "$S/model.safetensors" \
