@@ -10,7 +10,7 @@ $(O)/tests/test_tokenizer: $(O)/obj/tools/mkmodel/gguf_writer.o $(O)/obj/tools/m
 
 $(ENGINE_TEST_PROGS): $(O)/tests/%: $(O)/obj/tests/engine/%.o $(ENGINE_LIB_OBJS) $(ENGINE_FATBIN_OBJ)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) $(filter %.o,$^) -lcmocka -lpcre2-8 -ldl -lm -o $@
+	$(CC) $(LDFLAGS) $(filter %.o,$^) -lcmocka $(ENGINE_LIB_LIBS) -o $@
 
 TEST_PROGS += $(ENGINE_TEST_PROGS)
 # The engine on simcuda; they need the engine, the model generator, simcuda and the

@@ -1,0 +1,155 @@
+/* load.c — choosing how the weights are read, the mapped-file path, norm widening and the
+ * progress line (see load.h; the staged pipeline is load_stream.c). */
+#include "engine/error.h"
+#include "engine/load.h"
+#include "engine/load_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char *const method_names[] = {"auto", "uring", "pread", "mmap"};
+
+int tm_load_method_parse(const char *s, tm_load_method *out)
+{
+    for (size_t i = 0; i < sizeof method_names / sizeof *method_names; i++)
+        if (!strcmp(s, method_names[i])) {
+            *out = (tm_load_method)i;
+            return 0;
+        }
+    return -1;
+}
+
+const char *tm_load_method_name(tm_load_method m)
+{
+    return (unsigned)m < sizeof method_names / sizeof *method_names ? method_names[m] : "unknown";
+}
+
+double tm_load_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* ----------------------------------------------------------------------------
+ * Norms: f16/bf16 in the file, f32 on the device */
+
+float tm_half_to_float(uint16_t h, bool bf16)
+{
+    uint32_t bits;
+    if (bf16) {
+        bits = (uint32_t)h << 16;
+    } else {
+        uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1F, man = h & 0x3FF;
+        if (exp == 0x1F) bits = sign | 0x7F800000 | man << 13;
+        else if (exp) bits = sign | (exp + 112) << 23 | man << 13;
+        else if (!man) bits = sign;
+        else { /* subnormal: normalise */
+            int e = -1;
+            do { man <<= 1; e++; } while (!(man & 0x400));
+            bits = sign | (uint32_t)(112 - e) << 23 | (man & 0x3FF) << 13;
+        }
+    }
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+float *tm_load_widen(const tm_load_item *it, const void *raw)
+{
+    float *v = malloc((size_t)it->t->dims[0] * sizeof *v);
+    if (!v) return NULL;
+    const uint8_t *src = raw;
+    for (int64_t i = 0; i < it->t->dims[0]; i++) {
+        uint16_t h;
+        memcpy(&h, src + 2 * i, 2);
+        v[i] = tm_half_to_float(h, it->t->type == GGML_TYPE_BF16);
+    }
+    return v;
+}
+
+/* ----------------------------------------------------------------------------
+ * Progress */
+
+void tm_load_progress_format(char *out, size_t cap, int64_t done, int64_t total, double seconds, int width)
+{
+    if (width < 1) width = 1;
+    if (width > 200) width = 200;
+    if (done > total) done = total;
+    double frac = total > 0 ? (double)done / (double)total : 1.0;
+    int filled = (int)(frac * width);
+    char bar[201];
+    memset(bar, '#', (size_t)filled);
+    memset(bar + filled, ' ', (size_t)(width - filled));
+    bar[width] = 0;
+    double gib = 1024.0 * 1024.0 * 1024.0;
+    snprintf(out, cap, "loading %3d%% [%s] %.1f/%.1f GiB %5.0f MiB/s", (int)(frac * 100), bar, done / gib,
+             total / gib, seconds > 0 ? done / seconds / (1024.0 * 1024.0) : 0.0);
+}
+
+void tm_load_progress_init(load_progress *p, bool wanted, int64_t total)
+{
+    *p = (load_progress){.on = wanted && isatty(STDERR_FILENO), .total = total, .start = tm_load_now()};
+}
+
+void tm_load_progress_update(load_progress *p, int64_t done)
+{
+    if (!p->on) return;
+    double now = tm_load_now();
+    /* nothing for a load under a second; then about ten updates a second */
+    if (now - p->start < 1.0 || (now - p->last < 0.1 && done < p->total)) return;
+    char line[320];
+    tm_load_progress_format(line, sizeof line, done, p->total, now - p->start, 30);
+    fprintf(stderr, "\r%s", line);
+    p->last = now;
+    p->drawn = true;
+}
+
+void tm_load_progress_end(load_progress *p)
+{
+    if (p->drawn) fputc('\n', stderr);
+}
+
+/* ----------------------------------------------------------------------------
+ * From the mapping */
+
+static int load_mapped(const tm_driver *drv, const tm_load_item *items, int64_t n, tm_load_result *res,
+                       char *err, size_t errlen)
+{
+    int64_t done = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const tm_load_item *it = &items[i];
+        float *wide = it->widen ? tm_load_widen(it, it->t->data) : NULL;
+        if (it->widen && !wide) return tm_fail(err, errlen, "out of host memory");
+        CUresult cr = drv->cuMemcpyHtoD(it->dst, wide ? (const void *)wide : it->t->data, (size_t)it->device_bytes);
+        free(wide);
+        if (cr != CUDA_SUCCESS)
+            return tm_fail(err, errlen, "copying tensor '%s' to the device failed: %s", it->t->name, tm_cu_name(drv, cr));
+        done += (int64_t)it->t->n_bytes;
+    }
+    res->file_bytes = done;
+    return 0;
+}
+
+/* ----------------------------------------------------------------------------
+ * The choice */
+
+int tm_load_weights(const tm_driver *drv, const gguf_file *f, const tm_load_item *items, int64_t n,
+                    const tm_load_options *opt, tm_load_result *res, char *err, size_t errlen)
+{
+    *res = (tm_load_result){.used = opt->path ? opt->method : TM_LOAD_MMAP};
+    if (res->used == TM_LOAD_AUTO) res->used = TM_LOAD_URING;
+    double start = tm_load_now();
+    int rc;
+    if (res->used == TM_LOAD_MMAP) {
+        rc = load_mapped(drv, items, n, res, err, errlen);
+    } else {
+        load_stream_options so = {opt->path, res->used == TM_LOAD_URING, opt->method == TM_LOAD_AUTO, opt->progress};
+        rc = tm_load_stream(drv, f, items, n, &so, res, err, errlen);
+    }
+    res->seconds = tm_load_now() - start;
+    return rc;
+}
