@@ -1,5 +1,5 @@
-/* load.c — choosing how the weights are read, the mapped-file path, norm widening and the
- * progress line (see load.h; the staged pipeline is load_stream.c). */
+/* load.c — choosing how the weights are read, the mapped-file path and norm widening (see
+ * load.h; the staged pipeline is load_stream.c, the progress line load_progress.c). */
 #include "engine/error.h"
 #include "engine/load.h"
 #include "engine/load_internal.h"
@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 static const char *const method_names[] = {"auto", "uring", "pread", "mmap"};
 
@@ -72,48 +71,6 @@ float *tm_load_widen(const tm_load_item *it, const void *raw)
 }
 
 /* ----------------------------------------------------------------------------
- * Progress */
-
-void tm_load_progress_format(char *out, size_t cap, int64_t done, int64_t total, double seconds, int width)
-{
-    if (width < 1) width = 1;
-    if (width > 200) width = 200;
-    if (done > total) done = total;
-    double frac = total > 0 ? (double)done / (double)total : 1.0;
-    int filled = (int)(frac * width);
-    char bar[201];
-    memset(bar, '#', (size_t)filled);
-    memset(bar + filled, ' ', (size_t)(width - filled));
-    bar[width] = 0;
-    double gib = 1024.0 * 1024.0 * 1024.0;
-    snprintf(out, cap, "loading %3d%% [%s] %.1f/%.1f GiB %5.0f MiB/s", (int)(frac * 100), bar, done / gib,
-             total / gib, seconds > 0 ? done / seconds / (1024.0 * 1024.0) : 0.0);
-}
-
-void tm_load_progress_init(load_progress *p, bool wanted, int64_t total)
-{
-    *p = (load_progress){.on = wanted && isatty(STDERR_FILENO), .total = total, .start = tm_load_now()};
-}
-
-void tm_load_progress_update(load_progress *p, int64_t done)
-{
-    if (!p->on) return;
-    double now = tm_load_now();
-    /* nothing for a load under a second; then about ten updates a second */
-    if (now - p->start < 1.0 || (now - p->last < 0.1 && done < p->total)) return;
-    char line[320];
-    tm_load_progress_format(line, sizeof line, done, p->total, now - p->start, 30);
-    fprintf(stderr, "\r%s", line);
-    p->last = now;
-    p->drawn = true;
-}
-
-void tm_load_progress_end(load_progress *p)
-{
-    if (p->drawn) fputc('\n', stderr);
-}
-
-/* ----------------------------------------------------------------------------
  * From the mapping */
 
 static int load_mapped(const tm_driver *drv, const tm_load_item *items, int64_t n, tm_load_result *res,
@@ -147,7 +104,7 @@ int tm_load_weights(const tm_driver *drv, const gguf_file *f, const tm_load_item
     if (res->used == TM_LOAD_MMAP) {
         rc = load_mapped(drv, items, n, res, err, errlen);
     } else {
-        load_stream_options so = {opt->path, res->used == TM_LOAD_URING, opt->method == TM_LOAD_AUTO, opt->progress};
+        load_stream_options so = {opt->path, res->used == TM_LOAD_URING, opt->method == TM_LOAD_AUTO, opt->progress, 0, 0};
         rc = tm_load_stream(drv, f, items, n, &so, res, err, errlen);
     }
     res->seconds = tm_load_now() - start;

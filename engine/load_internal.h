@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "engine/load.h"
 
@@ -35,6 +36,8 @@ typedef struct load_stream_options {
     bool uring;             /* else pread */
     bool fall_back;         /* uring refused: say why in one line and use pread (else fail) */
     bool progress;
+    int slots;              /* staging buffers; 0: LOAD_SLOTS */
+    int64_t slot_bytes;     /* bytes of each, a multiple of 4096; 0: LOAD_SLOT_BYTES */
 } load_stream_options;
 
 int tm_load_stream(const tm_driver *drv, const gguf_file *f, const tm_load_item *items, int64_t n,
@@ -43,14 +46,17 @@ int tm_load_stream(const tm_driver *drv, const gguf_file *f, const tm_load_item 
 /* A norm's f16/bf16 bytes as a malloc'd f32 vector (NULL when out of memory). */
 float *tm_load_widen(const tm_load_item *it, const void *raw);
 
+/* The progress line: drawn on `out` only when it is a terminal, once loading has taken a
+ * second, then about ten times a second; ended with a newline if it was drawn. */
 typedef struct load_progress {
-    bool on, drawn;
+    FILE *out;
+    bool tty, drawn;
     int64_t total;
-    double start, last;
+    double start, last;     /* tm_load_now() seconds */
 } load_progress;
 
-void tm_load_progress_init(load_progress *p, bool wanted, int64_t total);
-void tm_load_progress_update(load_progress *p, int64_t done);
+void tm_load_progress_init(load_progress *p, FILE *out, bool tty, int64_t total, double now);
+void tm_load_progress_update(load_progress *p, int64_t done, double now);
 void tm_load_progress_end(load_progress *p);
 
 double tm_load_now(void);

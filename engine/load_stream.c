@@ -52,8 +52,9 @@ typedef struct stream {
     int64_t n_pieces;
     int64_t file_size;
     int fd, fd_direct;      /* buffered; O_DIRECT or -1 */
-    char *staging;          /* [slots][LOAD_SLOT_BYTES] pinned */
+    char *staging;          /* [slots][slot_bytes] pinned */
     int slots;
+    int64_t slot_bytes;
     int64_t *slot_piece;    /* [slots] the piece a slot holds */
     CUevent *done;          /* [slots] recorded behind a slot's copies */
     bool *copying;          /* [slots] done was recorded */
@@ -97,8 +98,8 @@ static int plan_pieces(stream *s, const gguf_file *f, int64_t n)
             int64_t from = align_down(s->spans[i].start), to = align_up(s->spans[i].end);
             for (i++; i < s->n_spans && align_down(s->spans[i].start) <= to; i++)
                 if (align_up(s->spans[i].end) > to) to = align_up(s->spans[i].end);
-            for (int64_t at = from; at < to; at += LOAD_SLOT_BYTES, count++)
-                if (pass) s->pieces[count] = (piece){at, to - at < LOAD_SLOT_BYTES ? to - at : LOAD_SLOT_BYTES};
+            for (int64_t at = from; at < to; at += s->slot_bytes, count++)
+                if (pass) s->pieces[count] = (piece){at, to - at < s->slot_bytes ? to - at : s->slot_bytes};
         }
         if (!pass && !(s->pieces = calloc((size_t)(count ? count : 1), sizeof *s->pieces))) return -1;
         cap = count;
@@ -142,7 +143,7 @@ static int feed_widened(stream *s, const span *sp, const uint8_t *src, int64_t l
 static int copy_out(stream *s, int k, int64_t got)
 {
     const piece *p = &s->pieces[s->slot_piece[k]];
-    const uint8_t *buf = (const uint8_t *)s->staging + (size_t)k * LOAD_SLOT_BYTES;
+    const uint8_t *buf = (const uint8_t *)s->staging + (size_t)k * (size_t)s->slot_bytes;
     if (s->note) s->note(s->fd, buf, (size_t)got, p->offset);
     for (int64_t i = first_span_after(s, p->offset); i < s->n_spans && s->spans[i].start < p->offset + got; i++) {
         const span *sp = &s->spans[i];
@@ -171,7 +172,7 @@ static int copy_out(stream *s, int k, int64_t got)
 static int finish_read(stream *s, int k, int64_t result)
 {
     const piece *p = &s->pieces[s->slot_piece[k]];
-    char *buf = s->staging + (size_t)k * LOAD_SLOT_BYTES;
+    char *buf = s->staging + (size_t)k * (size_t)s->slot_bytes;
     int64_t want = s->file_size - p->offset < p->len ? s->file_size - p->offset : p->len;
     if (result == -EINVAL && s->fd_direct >= 0) result = 0; /* the file system's alignment is coarser */
     if (result < 0)
@@ -188,7 +189,7 @@ static int finish_read(stream *s, int k, int64_t result)
                            s->path, p->offset + result);
     }
     s->bytes_read += want;
-    tm_load_progress_update(&s->progress, s->bytes_read);
+    tm_load_progress_update(&s->progress, s->bytes_read, tm_load_now());
     return copy_out(s, k, want);
 }
 
@@ -212,7 +213,7 @@ static int run(stream *s)
             }
             s->slot_piece[k] = next;
             const piece *p = &s->pieces[next++];
-            if (s->reader->submit(s->reader, k, s->staging + (size_t)k * LOAD_SLOT_BYTES, p->offset, (size_t)p->len))
+            if (s->reader->submit(s->reader, k, s->staging + (size_t)k * (size_t)s->slot_bytes, p->offset, (size_t)p->len))
                 return tm_fail(s->err, s->errlen, "internal: the read queue is full");
             s->in_flight++;
         }
@@ -236,7 +237,7 @@ static int open_reader(stream *s, const load_stream_options *opt, tm_load_result
     int fd = s->fd_direct >= 0 ? s->fd_direct : s->fd;
     if (opt->uring) {
         char why[256];
-        if ((s->reader = load_uring_open(fd, s->staging, (size_t)LOAD_SLOT_BYTES, s->slots, why, sizeof why))) {
+        if ((s->reader = load_uring_open(fd, s->staging, (size_t)s->slot_bytes, s->slots, why, sizeof why))) {
             res->used = TM_LOAD_URING;
             return 0;
         }
@@ -268,12 +269,13 @@ static int setup(stream *s, const gguf_file *f, int64_t n, const load_stream_opt
     if ((size_t)s->file_size != f->size)
         return tm_fail(s->err, s->errlen, "'%s' changed since it was opened (%" PRId64 " bytes, was %zu)", s->path,
                        s->file_size, f->size);
-    s->slots = s->n_pieces < LOAD_SLOTS ? (int)(s->n_pieces ? s->n_pieces : 1) : LOAD_SLOTS;
+    int slots = opt->slots > 0 ? opt->slots : LOAD_SLOTS;
+    s->slots = s->n_pieces < slots ? (int)(s->n_pieces ? s->n_pieces : 1) : slots;
     void *pinned = NULL;
-    CUresult cr = drv->cuMemHostAlloc(&pinned, (size_t)s->slots * (size_t)LOAD_SLOT_BYTES, 0);
+    CUresult cr = drv->cuMemHostAlloc(&pinned, (size_t)s->slots * (size_t)s->slot_bytes, 0);
     if (cr != CUDA_SUCCESS)
         return tm_fail(s->err, s->errlen, "cuMemHostAlloc of %.1f MiB of staging buffers failed: %s",
-                       TM_MIB((int64_t)s->slots * LOAD_SLOT_BYTES), tm_cu_name(drv, cr));
+                       TM_MIB((int64_t)s->slots * s->slot_bytes), tm_cu_name(drv, cr));
     s->staging = pinned;
     if ((uintptr_t)s->staging % LOAD_ALIGN && s->fd_direct >= 0) { /* O_DIRECT needs aligned buffers */
         close(s->fd_direct);
@@ -336,14 +338,14 @@ int tm_load_stream(const tm_driver *drv, const gguf_file *f, const tm_load_item 
                    const load_stream_options *opt, tm_load_result *res, char *err, size_t errlen)
 {
     stream s = {.drv = drv, .items = items, .path = opt->path, .fd = -1, .fd_direct = -1, .err = err,
-                .errlen = errlen};
+                .errlen = errlen, .slot_bytes = opt->slot_bytes > 0 ? align_up(opt->slot_bytes) : LOAD_SLOT_BYTES};
     int rc = setup(&s, f, n, opt, res);
     if (!rc) {
         int64_t total = 0;
         for (int64_t i = 0; i < s.n_pieces; i++)
             total += s.file_size - s.pieces[i].offset < s.pieces[i].len ? s.file_size - s.pieces[i].offset
                                                                          : s.pieces[i].len;
-        tm_load_progress_init(&s.progress, opt->progress, total);
+        tm_load_progress_init(&s.progress, stderr, opt->progress && isatty(STDERR_FILENO), total, tm_load_now());
         rc = run(&s);
         tm_load_progress_end(&s.progress);
     }

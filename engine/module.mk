@@ -9,7 +9,7 @@ ENGINE_LIB_SRCS := engine/error.c engine/gguf.c engine/tokenizer.c engine/tokeni
                    engine/tokenizer_pre.c engine/model_config.c engine/weights.c engine/driver.c engine/kv_cache.c \
                    engine/kv_prefix.c engine/model.c engine/forward.c engine/sampler.c engine/device_timer.c \
                    engine/text.c engine/step.c engine/generate.c engine/tokenize_cmd.c engine/chat.c engine/chat_cmd.c \
-                   engine/load.c engine/load_stream.c engine/load_uring.c engine/load_pread.c
+                   engine/load.c engine/load_stream.c engine/load_uring.c engine/load_pread.c engine/load_progress.c
 ENGINE_LIB_OBJS := $(ENGINE_LIB_SRCS:%.c=$(O)/obj/%.o)
 ENGINE_LIB_LIBS := -luring -lpcre2-8 -ldl -lm
 ENGINE_FATBIN_OBJ := $(O)/obj/kernels/fatbin_embed.o

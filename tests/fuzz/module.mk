@@ -19,7 +19,7 @@ FUZZ_CFLAGS    := -std=gnu11 -g -O1 -D_GNU_SOURCE -I. $(CUDA_CPPFLAGS) -fsanitiz
 FUZZ_ENGINE    := engine/error.c engine/gguf.c engine/tokenizer.c engine/tokenizer_spm.c \
                   engine/tokenizer_bpe.c engine/tokenizer_pre.c engine/model_config.c
 
-FUZZ_LOAD      := engine/load.c engine/load_stream.c engine/load_uring.c engine/load_pread.c
+FUZZ_LOAD      := engine/load.c engine/load_stream.c engine/load_uring.c engine/load_pread.c engine/load_progress.c
 FUZZ_gguf_SRCS  := tests/fuzz/fuzz_gguf.c $(FUZZ_ENGINE) engine/weights.c $(FUZZ_LOAD) engine/driver.c \
                    kernels/fatbin_embed.S
 FUZZ_model_SRCS := tests/fuzz/fuzz_model.c $(FUZZ_ENGINE) engine/weights.c $(FUZZ_LOAD) engine/model.c \
