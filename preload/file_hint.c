@@ -2,7 +2,8 @@
  * library (io_uring, whose reads the kernel does from its own queue) says which host
  * memory now holds which bytes of the file, so copies from it name device memory as a
  * pread's would (provenance.h). The reads themselves leave no trace the interposer could
- * follow: the io_uring tracepoints carry neither the buffer nor the file offset. */
+ * follow: the io_uring submission and completion tracepoints carry neither the buffer nor
+ * the file offset, and liburing makes its system calls without the C library. */
 #include <errno.h>
 #include <stdint.h>
 
