@@ -10,10 +10,9 @@
  * The default, auto, is uring; where the kernel refuses io_uring (seccomp, an old kernel,
  * kernel.io_uring_disabled) it says why in one line and reads with pread.
  *
- * The file is read as one stream of aligned pieces in file order; each piece feeds every
- * tensor it overlaps, so a tensor's unaligned head and tail come from the aligned pieces
- * around them. Norms stored as f16/bf16 are widened to f32 on the host (the kernels read
- * f32 norms).
+ * Tensors are read in file order, in pieces of 2 MiB of the tensor each read as the
+ * aligned file range around it, so O_DIRECT serves unaligned tensors too. Norms stored as
+ * f16/bf16 are widened to f32 on the host (the kernels read f32 norms).
  */
 #ifndef TM_ENGINE_LOAD_H
 #define TM_ENGINE_LOAD_H

@@ -37,7 +37,7 @@ typedef struct load_stream_options {
     bool fall_back;         /* uring refused: say why in one line and use pread (else fail) */
     bool progress;
     int slots;              /* staging buffers; 0: LOAD_SLOTS */
-    int64_t slot_bytes;     /* bytes of each, a multiple of 4096; 0: LOAD_SLOT_BYTES */
+    int64_t piece_bytes;    /* tensor bytes per read; 0: LOAD_PIECE_BYTES */
 } load_stream_options;
 
 int tm_load_stream(const tm_driver *drv, const gguf_file *f, const tm_load_item *items, int64_t n,

@@ -1,13 +1,19 @@
 /* load_stream.c — the staged pipeline behind --load=uring and --load=pread.
  *
- * The byte ranges of the tensors, rounded out to LOAD_ALIGN and merged, are cut into
- * pieces of at most one staging slot. Each piece is read into a slot of a ring of pinned
- * buffers (cuMemHostAlloc, so the copies are true DMA), then every tensor it overlaps
- * gets its part with cuMemcpyHtoDAsync on one stream, and an event is recorded behind
- * those copies. A slot takes its next read only once that event completed; meanwhile the
- * other slots' reads are in flight. Reading aligned pieces rather than tensors lets
- * O_DIRECT serve tensors whose offsets and sizes are not aligned: their heads and tails
- * come from the pieces around them.
+ * Each tensor, in file order, is cut into pieces of LOAD_PIECE_BYTES (the last one
+ * shorter); a piece is read as the LOAD_ALIGN-aligned file range around it into a slot of
+ * a ring of pinned buffers, then copied with cuMemcpyHtoDAsync on one stream, and an
+ * event is recorded behind the copy. A slot takes its next read only once that event
+ * completed; meanwhile the other slots' reads are in flight. Reading aligned ranges lets
+ * O_DIRECT serve tensors whose offsets and sizes are not aligned (their heads and tails
+ * come with a few neighbouring bytes, dropped). Pieces start at multiples of 2 MiB of
+ * their tensor, so each copy fills whole chunks of a tiered allocation: an interposer
+ * placing chunks by tensor name may then replace them instead of migrating them.
+ *
+ * The ring is anonymous memory pinned with cuMemHostRegister, so the copies are true DMA.
+ * Memory from cuMemHostAlloc would be pinned too, but it is a mapping of the driver's
+ * device file: kernels before 6.x refuse to register it with io_uring (EOPNOTSUPP), and
+ * O_DIRECT into it can fail (EFAULT).
  *
  * io_uring reads pass the C library by, so a program watching reads (libtiermem.so, to
  * name device memory after tensors) cannot see them. When such a library offers
@@ -23,11 +29,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #define LOAD_SLOTS 32                       /* staging buffers, and reads in flight */
-#define LOAD_SLOT_BYTES ((int64_t)2 << 20)  /* a staging buffer, and the largest read */
+#define LOAD_PIECE_BYTES ((int64_t)2 << 20) /* tensor bytes a piece carries: the VMM granularity */
 #define LOAD_ALIGN 4096                     /* O_DIRECT: a multiple of any logical block size */
 
 /* `bytes` of host memory at `host` now hold the file open as `fd` from `offset` on. */
@@ -39,7 +46,9 @@ typedef struct span {
 } span;
 
 typedef struct piece {
-    int64_t offset, len;    /* aligned; the last may reach past the end of the file */
+    int64_t offset, len;    /* the aligned read; it may reach past the end of the file */
+    int64_t lo, hi;         /* [lo, hi) the file bytes of its tensor it carries */
+    int64_t span;           /* index into spans */
 } piece;
 
 typedef struct stream {
@@ -52,9 +61,11 @@ typedef struct stream {
     int64_t n_pieces;
     int64_t file_size;
     int fd, fd_direct;      /* buffered; O_DIRECT or -1 */
-    char *staging;          /* [slots][slot_bytes] pinned */
+    char *staging;          /* [slots][slot_bytes] anonymous, pinned when `pinned` */
+    bool pinned;
     int slots;
-    int64_t slot_bytes;
+    int64_t piece_bytes;    /* tensor bytes per piece */
+    int64_t slot_bytes;     /* the largest aligned read of a piece */
     int64_t *slot_piece;    /* [slots] the piece a slot holds */
     CUevent *done;          /* [slots] recorded behind a slot's copies */
     bool *copying;          /* [slots] done was recorded */
@@ -85,43 +96,25 @@ static int plan_pieces(stream *s, const gguf_file *f, int64_t n)
 {
     s->spans = calloc((size_t)(n ? n : 1), sizeof *s->spans);
     if (!s->spans) return -1;
+    int64_t count = 0;
     for (int64_t i = 0; i < n; i++) {
         if (!s->items[i].t->n_bytes) continue;
-        int64_t start = (int64_t)(f->data_offset + s->items[i].t->offset);
-        s->spans[s->n_spans++] = (span){start, start + (int64_t)s->items[i].t->n_bytes, i};
+        int64_t start = (int64_t)(f->data_offset + s->items[i].t->offset), bytes = (int64_t)s->items[i].t->n_bytes;
+        s->spans[s->n_spans++] = (span){start, start + bytes, i};
+        count += (bytes + s->piece_bytes - 1) / s->piece_bytes;
     }
     qsort(s->spans, (size_t)s->n_spans, sizeof *s->spans, by_start);
-    int64_t cap = 0;
-    for (int pass = 0; pass < 2; pass++) { /* count, then fill */
-        int64_t count = 0;
-        for (int64_t i = 0; i < s->n_spans;) {
-            int64_t from = align_down(s->spans[i].start), to = align_up(s->spans[i].end);
-            for (i++; i < s->n_spans && align_down(s->spans[i].start) <= to; i++)
-                if (align_up(s->spans[i].end) > to) to = align_up(s->spans[i].end);
-            for (int64_t at = from; at < to; at += s->slot_bytes, count++)
-                if (pass) s->pieces[count] = (piece){at, to - at < s->slot_bytes ? to - at : s->slot_bytes};
+    if (!(s->pieces = calloc((size_t)(count ? count : 1), sizeof *s->pieces))) return -1;
+    for (int64_t i = 0; i < s->n_spans; i++)
+        for (int64_t lo = s->spans[i].start; lo < s->spans[i].end; lo += s->piece_bytes) {
+            int64_t hi = lo + s->piece_bytes < s->spans[i].end ? lo + s->piece_bytes : s->spans[i].end;
+            s->pieces[s->n_pieces++] = (piece){align_down(lo), align_up(hi) - align_down(lo), lo, hi, i};
         }
-        if (!pass && !(s->pieces = calloc((size_t)(count ? count : 1), sizeof *s->pieces))) return -1;
-        cap = count;
-    }
-    s->n_pieces = cap;
     return 0;
 }
 
 /* ----------------------------------------------------------------------------
  * A finished piece */
-
-/* The first span ending after `offset`. */
-static int64_t first_span_after(const stream *s, int64_t offset)
-{
-    int64_t lo = 0, hi = s->n_spans;
-    while (lo < hi) {
-        int64_t mid = lo + (hi - lo) / 2;
-        if (s->spans[mid].end <= offset) lo = mid + 1;
-        else hi = mid;
-    }
-    return lo;
-}
 
 /* Part [lo, hi) of a widened norm: gathered on the host, converted and copied once whole. */
 static int feed_widened(stream *s, const span *sp, const uint8_t *src, int64_t lo, int64_t hi)
@@ -139,23 +132,19 @@ static int feed_widened(stream *s, const span *sp, const uint8_t *src, int64_t l
                                            it->t->name, tm_cu_name(s->drv, cr));
 }
 
-/* Queues the copies of every tensor part slot `k` holds, then its event. */
+/* Queues the copy of the tensor part slot `k` holds (`got` bytes read), then its event. */
 static int copy_out(stream *s, int k, int64_t got)
 {
     const piece *p = &s->pieces[s->slot_piece[k]];
+    const span *sp = &s->spans[p->span];
+    const tm_load_item *it = &s->items[sp->item];
     const uint8_t *buf = (const uint8_t *)s->staging + (size_t)k * (size_t)s->slot_bytes;
     if (s->note) s->note(s->fd, buf, (size_t)got, p->offset);
-    for (int64_t i = first_span_after(s, p->offset); i < s->n_spans && s->spans[i].start < p->offset + got; i++) {
-        const span *sp = &s->spans[i];
-        int64_t lo = sp->start > p->offset ? sp->start : p->offset;
-        int64_t hi = sp->end < p->offset + got ? sp->end : p->offset + got;
-        const tm_load_item *it = &s->items[sp->item];
-        if (it->widen) {
-            if (feed_widened(s, sp, buf + (lo - p->offset), lo, hi)) return -1;
-            continue;
-        }
-        CUresult cr = s->drv->cuMemcpyHtoDAsync(it->dst + (CUdeviceptr)(lo - sp->start), buf + (lo - p->offset),
-                                                (size_t)(hi - lo), s->stream);
+    if (it->widen) {
+        if (feed_widened(s, sp, buf + (p->lo - p->offset), p->lo, p->hi)) return -1;
+    } else {
+        CUresult cr = s->drv->cuMemcpyHtoDAsync(it->dst + (CUdeviceptr)(p->lo - sp->start), buf + (p->lo - p->offset),
+                                                (size_t)(p->hi - p->lo), s->stream);
         if (cr != CUDA_SUCCESS)
             return tm_fail(s->err, s->errlen, "copying tensor '%s' to the device failed: %s", it->t->name,
                            tm_cu_name(s->drv, cr));
@@ -174,7 +163,8 @@ static int finish_read(stream *s, int k, int64_t result)
     const piece *p = &s->pieces[s->slot_piece[k]];
     char *buf = s->staging + (size_t)k * (size_t)s->slot_bytes;
     int64_t want = s->file_size - p->offset < p->len ? s->file_size - p->offset : p->len;
-    if (result == -EINVAL && s->fd_direct >= 0) result = 0; /* the file system's alignment is coarser */
+    /* O_DIRECT refused for this piece (a coarser alignment, a buffer it cannot map): buffered */
+    if ((result == -EINVAL || result == -EFAULT || result == -EOPNOTSUPP) && s->fd_direct >= 0) result = 0;
     if (result < 0)
         return tm_fail(s->err, s->errlen, "reading '%s' at offset %" PRId64 " failed: %s", s->path, p->offset,
                        strerror((int)-result));
@@ -271,16 +261,17 @@ static int setup(stream *s, const gguf_file *f, int64_t n, const load_stream_opt
                        s->file_size, f->size);
     int slots = opt->slots > 0 ? opt->slots : LOAD_SLOTS;
     s->slots = s->n_pieces < slots ? (int)(s->n_pieces ? s->n_pieces : 1) : slots;
-    void *pinned = NULL;
-    CUresult cr = drv->cuMemHostAlloc(&pinned, (size_t)s->slots * (size_t)s->slot_bytes, 0);
-    if (cr != CUDA_SUCCESS)
-        return tm_fail(s->err, s->errlen, "cuMemHostAlloc of %.1f MiB of staging buffers failed: %s",
-                       TM_MIB((int64_t)s->slots * s->slot_bytes), tm_cu_name(drv, cr));
-    s->staging = pinned;
-    if ((uintptr_t)s->staging % LOAD_ALIGN && s->fd_direct >= 0) { /* O_DIRECT needs aligned buffers */
-        close(s->fd_direct);
-        s->fd_direct = -1;
-    }
+    size_t ring = (size_t)s->slots * (size_t)s->slot_bytes;
+    void *mem = mmap(NULL, ring, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (mem == MAP_FAILED)
+        return tm_fail(s->err, s->errlen, "cannot map %.1f MiB of staging buffers: %s", TM_MIB((int64_t)ring),
+                       strerror(errno));
+    s->staging = mem;
+    CUresult cr = drv->cuMemHostRegister(s->staging, ring, 0);
+    s->pinned = cr == CUDA_SUCCESS;
+    if (!s->pinned) /* still correct: the driver stages pageable copies itself, synchronously */
+        fprintf(stderr, "tiermem-llm: cannot pin the staging buffers (cuMemHostRegister: %s); copies from them "
+                "wait for the host\n", tm_cu_name(drv, cr));
     s->slot_piece = calloc((size_t)s->slots, sizeof *s->slot_piece);
     s->done = calloc((size_t)s->slots, sizeof *s->done);
     s->copying = calloc((size_t)s->slots, sizeof *s->copying);
@@ -320,7 +311,8 @@ static void teardown(stream *s)
     }
     for (int k = 0; s->done && k < s->slots; k++)
         if (s->done[k]) drv->cuEventDestroy(s->done[k]);
-    if (s->staging) drv->cuMemFreeHost(s->staging);
+    if (s->pinned) drv->cuMemHostUnregister(s->staging);
+    if (s->staging) munmap(s->staging, (size_t)s->slots * (size_t)s->slot_bytes);
     if (s->fd >= 0) close(s->fd);
     if (s->fd_direct >= 0) close(s->fd_direct);
     for (int64_t i = 0; s->raw && i < s->n_spans; i++) free(s->raw[s->spans[i].item]);
@@ -338,7 +330,8 @@ int tm_load_stream(const tm_driver *drv, const gguf_file *f, const tm_load_item 
                    const load_stream_options *opt, tm_load_result *res, char *err, size_t errlen)
 {
     stream s = {.drv = drv, .items = items, .path = opt->path, .fd = -1, .fd_direct = -1, .err = err,
-                .errlen = errlen, .slot_bytes = opt->slot_bytes > 0 ? align_up(opt->slot_bytes) : LOAD_SLOT_BYTES};
+                .errlen = errlen, .piece_bytes = opt->piece_bytes > 0 ? opt->piece_bytes : LOAD_PIECE_BYTES};
+    s.slot_bytes = align_up(s.piece_bytes) + LOAD_ALIGN;
     int rc = setup(&s, f, n, opt, res);
     if (!rc) {
         int64_t total = 0;

@@ -2,7 +2,9 @@
 # The engine's loader keeps weight allocations named under the interposer: with --load=pread
 # the pread hook sees each read; with --load=uring (reads the C library never sees) the
 # engine reports each piece through tiermem_note_file_read. tiermem-stat shows every
-# weight's tensor name either way, and the tokens equal the run without the interposer.
+# weight's tensor name either way; a name rule places token_embd.weight's chunks in DDR
+# though the loader's copies are asynchronous (each fills whole chunks); and the tokens
+# equal the run without the interposer.
 source "$(dirname "$0")/../lib/tap.sh"
 source "$(dirname "$0")/preload_lib.sh"
 
@@ -20,7 +22,8 @@ SIMCUDA_MEM=1G "$llm" -m "$S/m.gguf" -p "Once upon a time" -n 48 -v --load=mmap 
 check "the reference generated 48 tokens" test "$(ids "$S/ref.err" | wc -w)" -eq 48
 
 for load in pread uring; do
-  env SIMCUDA_MEM=1G TIERMEM_MIN_TIERED=1 TIERMEM_STATS="$S/$load.stats" LD_PRELOAD="$(preload_value "$LIBTIERMEM")" \
+  env SIMCUDA_MEM=1G TIERMEM_MIN_TIERED=1 TIERMEM_RULES='name=token_embd.weight=ddr' TIERMEM_STATS="$S/$load.stats" \
+    LD_PRELOAD="$(preload_value "$LIBTIERMEM")" \
     "$llm" -m "$S/m.gguf" -p "Once upon a time" -n 48 -v --load=$load > /dev/null 2> "$S/$load.err" &
   pid=$!
   # polls the live region until the last weight is named (the engine then decodes a while)
@@ -36,6 +39,11 @@ for load in pread uring; do
   missing=""
   for t in $tensors; do grep -q "\"tensor\":\"$t\"" "$S/$load.json" || missing="$missing $t"; done
   check_eq "--load=$load: tiermem-stat names every weight allocation" "$missing" ""
+  embd=$(grep -o '{[^{]*"chunks":{[^}]*}[^}]*"tensor":"token_embd.weight"[^}]*}' "$S/$load.json")
+  check "--load=$load: the name rule put token_embd.weight's chunks in ddr" \
+    grep -q '"chunks":{"hbm":0,"cxl":0,"ddr":2}' <<<"$embd"
+  check "--load=$load: output.weight, matched by no rule, stays in hbm" \
+    grep -q '"chunks":{"hbm":2,"cxl":0,"ddr":0}.*"tensor":"output.weight"' "$S/$load.json"
   check_eq "--load=$load: tokens equal the run without the interposer" "$(ids "$S/$load.err")" "$(ids "$S/ref.err")"
 done
 done_testing
