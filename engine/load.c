@@ -84,7 +84,8 @@ static int load_mapped(const tm_driver *drv, const tm_load_item *items, int64_t 
         CUresult cr = drv->cuMemcpyHtoD(it->dst, wide ? (const void *)wide : it->t->data, (size_t)it->device_bytes);
         free(wide);
         if (cr != CUDA_SUCCESS)
-            return tm_fail(err, errlen, "copying tensor '%s' to the device failed: %s", it->t->name, tm_cu_name(drv, cr));
+            return tm_fail(err, errlen, "copying tensor '%s' to the device failed: %s", it->t->name,
+                           tm_cu_name(drv, cr));
         done += (int64_t)it->t->n_bytes;
     }
     res->file_bytes = done;
@@ -104,7 +105,8 @@ int tm_load_weights(const tm_driver *drv, const gguf_file *f, const tm_load_item
     if (res->used == TM_LOAD_MMAP) {
         rc = load_mapped(drv, items, n, res, err, errlen);
     } else {
-        load_stream_options so = {opt->path, res->used == TM_LOAD_URING, opt->method == TM_LOAD_AUTO, opt->progress, 0, 0};
+        load_stream_options so = {opt->path, res->used == TM_LOAD_URING, opt->method == TM_LOAD_AUTO, opt->progress,
+                                  0, 0};
         rc = tm_load_stream(drv, f, items, n, &so, res, err, errlen);
     }
     res->seconds = tm_load_now() - start;

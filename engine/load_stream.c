@@ -82,6 +82,7 @@ typedef struct stream {
     size_t errlen;
 } stream;
 
+static char *slot_buf(const stream *s, int k) { return s->staging + (size_t)k * (size_t)s->slot_bytes; }
 static int64_t align_down(int64_t x) { return x / LOAD_ALIGN * LOAD_ALIGN; }
 static int64_t align_up(int64_t x) { return (x + LOAD_ALIGN - 1) / LOAD_ALIGN * LOAD_ALIGN; }
 
@@ -138,7 +139,7 @@ static int copy_out(stream *s, int k, int64_t got)
     const piece *p = &s->pieces[s->slot_piece[k]];
     const span *sp = &s->spans[p->span];
     const tm_load_item *it = &s->items[sp->item];
-    const uint8_t *buf = (const uint8_t *)s->staging + (size_t)k * (size_t)s->slot_bytes;
+    const uint8_t *buf = (const uint8_t *)slot_buf(s, k);
     if (s->note) s->note(s->fd, buf, (size_t)got, p->offset);
     if (it->widen) {
         if (feed_widened(s, sp, buf + (p->lo - p->offset), p->lo, p->hi)) return -1;
@@ -161,7 +162,7 @@ static int copy_out(stream *s, int k, int64_t got)
 static int finish_read(stream *s, int k, int64_t result)
 {
     const piece *p = &s->pieces[s->slot_piece[k]];
-    char *buf = s->staging + (size_t)k * (size_t)s->slot_bytes;
+    char *buf = slot_buf(s, k);
     int64_t want = s->file_size - p->offset < p->len ? s->file_size - p->offset : p->len;
     /* O_DIRECT refused for this piece (a coarser alignment, a buffer it cannot map): buffered */
     if ((result == -EINVAL || result == -EFAULT || result == -EOPNOTSUPP) && s->fd_direct >= 0) result = 0;
@@ -203,7 +204,7 @@ static int run(stream *s)
             }
             s->slot_piece[k] = next;
             const piece *p = &s->pieces[next++];
-            if (s->reader->submit(s->reader, k, s->staging + (size_t)k * (size_t)s->slot_bytes, p->offset, (size_t)p->len))
+            if (s->reader->submit(s->reader, k, slot_buf(s, k), p->offset, (size_t)p->len))
                 return tm_fail(s->err, s->errlen, "internal: the read queue is full");
             s->in_flight++;
         }
