@@ -8,6 +8,7 @@
 #include "preload/log.h"
 #include "preload/state.h"
 #include "preload/stats.h"
+#include "preload/stream_free.h"
 
 typedef struct copy_job {
     CUdeviceptr dst;
@@ -16,6 +17,9 @@ typedef struct copy_job {
     const tm_model_file *file;
     uint64_t offset;                /* file offset of the copy's first byte */
     bool synchronous;
+    CUstream stream;                /* of an asynchronous copy */
+    bool ptsz;
+    int capturing;                  /* -1 until asked: is `stream` capturing? */
     tm_device *device;
 } copy_job;
 
@@ -92,7 +96,12 @@ static void label_allocation(const tm_range *record, void *arg)
         tm_tier_id tier = rule_tier(job->device, a, t);
         if (tier == TM_TIER_COUNT || tier == tm_backing_chunk_tier(a->backing, i))
             continue;
-        bool whole = job->synchronous && covered;
+        bool whole = covered;
+        if (whole && !job->synchronous) { /* once the context synchronised, only capture keeps it unordered */
+            if (job->capturing < 0)
+                job->capturing = tm_stream_capturing(job->stream, job->ptsz);
+            whole = !job->capturing;
+        }
         if (whole && !synchronised) {
             synchronised = tm_real.cuCtxSynchronize() == CUDA_SUCCESS;
             whole = synchronised;
@@ -105,9 +114,11 @@ static void label_allocation(const tm_range *record, void *arg)
         publish_names(a, labels);
 }
 
-void tm_provenance_copy_slow(CUdeviceptr dst, const void *src, size_t bytes, bool synchronous)
+void tm_provenance_copy_slow(CUdeviceptr dst, const void *src, size_t bytes, bool synchronous, CUstream stream,
+                             bool ptsz)
 {
-    copy_job job = { .dst = dst, .src = src, .synchronous = synchronous };
+    copy_job job = { .dst = dst, .src = src, .synchronous = synchronous, .stream = stream, .ptsz = ptsz,
+                     .capturing = -1 };
     size_t valid;
     if (bytes == 0 || !tm_host_range_find(src, &job.file, &job.offset, &valid))
         return;
