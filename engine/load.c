@@ -1,5 +1,6 @@
-/* load.c — choosing how the weights are read, the mapped-file path and norm widening (see
- * load.h; the staged pipeline is load_stream.c, the progress line load_progress.c). */
+/* load.c — choosing how the weights are read, allocating tensors as they are reached, the
+ * mapped-file path and norm widening (see load.h; the staged pipeline is load_stream.c,
+ * the progress line load_progress.c). */
 #include "engine/error.h"
 #include "engine/load.h"
 #include "engine/load_internal.h"
@@ -31,6 +32,37 @@ double tm_load_now(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* ----------------------------------------------------------------------------
+ * Allocation, tensor by tensor */
+
+int tm_load_alloc(const tm_driver *drv, tm_load_item *items, int64_t n, int64_t i, CUstream in_flight, char *err,
+                  size_t errlen)
+{
+    tm_load_item *it = &items[i];
+    if (it->dst) return 0;
+    CUresult cr = drv->cuMemAlloc(&it->dst, (size_t)it->device_bytes);
+    if (cr == CUDA_ERROR_OUT_OF_MEMORY && in_flight) { /* finished copies may let memory be given back */
+        CUresult sr = drv->cuStreamSynchronize(in_flight);
+        if (sr != CUDA_SUCCESS)
+            return tm_fail(err, errlen, "waiting for the weight copies failed: %s", tm_cu_name(drv, sr));
+        cr = drv->cuMemAlloc(&it->dst, (size_t)it->device_bytes);
+    }
+    if (cr == CUDA_SUCCESS) return 0;
+    it->dst = 0;
+    if (cr != CUDA_ERROR_OUT_OF_MEMORY)
+        return tm_fail(err, errlen, "cuMemAlloc of %.1f MiB for tensor '%s' failed: %s", TM_MIB(it->device_bytes),
+                       it->t->name, tm_cu_name(drv, cr));
+    int64_t need = 0, held = 0;
+    for (int64_t j = 0; j < n; j++) {
+        need += items[j].device_bytes;
+        if (items[j].dst) held += items[j].device_bytes;
+    }
+    return tm_fail(err, errlen, "out of device memory while loading weights: need %.1f MiB, device has %.1f MiB "
+                   "total (cuMemAlloc: %s at tensor '%s', %.1f MiB, after %.1f MiB)", TM_MIB(need),
+                   TM_MIB(drv->device_total), tm_cu_name(drv, cr), it->t->name, TM_MIB(it->device_bytes),
+                   TM_MIB(held));
 }
 
 /* ----------------------------------------------------------------------------
@@ -73,12 +105,13 @@ float *tm_load_widen(const tm_load_item *it, const void *raw)
 /* ----------------------------------------------------------------------------
  * From the mapping */
 
-static int load_mapped(const tm_driver *drv, const tm_load_item *items, int64_t n, tm_load_result *res,
-                       char *err, size_t errlen)
+static int load_mapped(const tm_driver *drv, tm_load_item *items, int64_t n, tm_load_result *res, char *err,
+                       size_t errlen)
 {
     int64_t done = 0;
     for (int64_t i = 0; i < n; i++) {
         const tm_load_item *it = &items[i];
+        if (tm_load_alloc(drv, items, n, i, NULL, err, errlen)) return -1; /* the copies are synchronous */
         float *wide = it->widen ? tm_load_widen(it, it->t->data) : NULL;
         if (it->widen && !wide) return tm_fail(err, errlen, "out of host memory");
         CUresult cr = drv->cuMemcpyHtoD(it->dst, wide ? (const void *)wide : it->t->data, (size_t)it->device_bytes);
@@ -95,7 +128,7 @@ static int load_mapped(const tm_driver *drv, const tm_load_item *items, int64_t 
 /* ----------------------------------------------------------------------------
  * The choice */
 
-int tm_load_weights(const tm_driver *drv, const gguf_file *f, const tm_load_item *items, int64_t n,
+int tm_load_weights(const tm_driver *drv, const gguf_file *f, tm_load_item *items, int64_t n,
                     const tm_load_options *opt, tm_load_result *res, char *err, size_t errlen)
 {
     *res = (tm_load_result){.used = opt->path ? opt->method : TM_LOAD_MMAP};

@@ -13,6 +13,11 @@
  * Tensors are read in file order, in pieces of 2 MiB of the tensor each read as the
  * aligned file range around it, so O_DIRECT serves unaligned tensors too. Norms stored as
  * f16/bf16 are widened to f32 on the host (the kernels read f32 norms).
+ *
+ * A tensor is allocated just before its first copy, not all of them up front: device
+ * memory tiered under a file-backed tier (libtiermem.so) can give a chunk back only once
+ * a copy from the file filled it. When an allocation is out of memory while copies are in
+ * flight, the loader waits for them and tries once more.
  */
 #ifndef TM_ENGINE_LOAD_H
 #define TM_ENGINE_LOAD_H
@@ -28,7 +33,7 @@ typedef enum tm_load_method { TM_LOAD_AUTO, TM_LOAD_URING, TM_LOAD_PREAD, TM_LOA
 
 typedef struct tm_load_item {
     const gguf_tensor *t;   /* its bytes in the file: data_offset + t->offset, t->n_bytes */
-    CUdeviceptr dst;        /* [device_bytes] its allocation */
+    CUdeviceptr dst;        /* [device_bytes] its allocation; 0: the loader makes it (cuMemAlloc) */
     int64_t device_bytes;   /* t->n_bytes, or dims[0] * 4 when widened */
     bool widen;             /* a norm stored as f16/bf16, converted to f32 on the host */
 } tm_load_item;
@@ -50,9 +55,10 @@ typedef struct tm_load_result {
 int tm_load_method_parse(const char *s, tm_load_method *out);
 const char *tm_load_method_name(tm_load_method m);
 
-/* Copies items[n] from the file into their allocations; every copy is complete on return.
- * 0, or -1 with err naming the tensor or the call that failed. */
-int tm_load_weights(const tm_driver *drv, const gguf_file *f, const tm_load_item *items, int64_t n,
+/* Copies items[n] from the file into their allocations, making those still 0; every copy
+ * is complete on return. 0, or -1 with err naming the tensor or the call that failed (the
+ * allocations made stay in items, for the caller to free). */
+int tm_load_weights(const tm_driver *drv, const gguf_file *f, tm_load_item *items, int64_t n,
                     const tm_load_options *opt, tm_load_result *res, char *err, size_t errlen);
 
 /* The progress line: "loading  42% [########            ] 1.2/2.9 GiB  850 MiB/s" in at most

@@ -40,8 +40,14 @@ typedef struct load_stream_options {
     int64_t piece_bytes;    /* tensor bytes per read; 0: LOAD_PIECE_BYTES */
 } load_stream_options;
 
-int tm_load_stream(const tm_driver *drv, const gguf_file *f, const tm_load_item *items, int64_t n,
+int tm_load_stream(const tm_driver *drv, const gguf_file *f, tm_load_item *items, int64_t n,
                    const load_stream_options *opt, tm_load_result *res, char *err, size_t errlen);
+
+/* Allocates items[i] unless it has its memory. Out of memory with copies queued on
+ * `in_flight` (NULL: none): waits for them, whose chunks a tiering layer may then give
+ * back, and tries once more. 0, or -1 with err saying what was short. */
+int tm_load_alloc(const tm_driver *drv, tm_load_item *items, int64_t n, int64_t i, CUstream in_flight, char *err,
+                  size_t errlen);
 
 /* A norm's f16/bf16 bytes as a malloc'd f32 vector (NULL when out of memory). */
 float *tm_load_widen(const tm_load_item *it, const void *raw);

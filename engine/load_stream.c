@@ -8,7 +8,8 @@
  * O_DIRECT serve tensors whose offsets and sizes are not aligned (their heads and tails
  * come with a few neighbouring bytes, dropped). Pieces start at multiples of 2 MiB of
  * their tensor, so each copy fills whole chunks of a tiered allocation: an interposer
- * placing chunks by tensor name may then replace them instead of migrating them.
+ * placing chunks by tensor name may then replace them instead of migrating them. A
+ * tensor's first copy allocates it (tm_load_alloc, with this stream as what is in flight).
  *
  * The ring is anonymous memory pinned with cuMemHostRegister, so the copies are true DMA.
  * Memory from cuMemHostAlloc would be pinned too, but it is a mapping of the driver's
@@ -53,7 +54,8 @@ typedef struct piece {
 
 typedef struct stream {
     const tm_driver *drv;
-    const tm_load_item *items;
+    tm_load_item *items;    /* [n_items] */
+    int64_t n_items;
     const char *path;
     span *spans;            /* [n_spans] by file offset */
     int64_t n_spans;
@@ -133,13 +135,15 @@ static int feed_widened(stream *s, const span *sp, const uint8_t *src, int64_t l
                                            it->t->name, tm_cu_name(s->drv, cr));
 }
 
-/* Queues the copy of the tensor part slot `k` holds (`got` bytes read), then its event. */
+/* Queues the copy of the tensor part slot `k` holds (`got` bytes read), then its event; the
+ * tensor's first copy allocates it. */
 static int copy_out(stream *s, int k, int64_t got)
 {
     const piece *p = &s->pieces[s->slot_piece[k]];
     const span *sp = &s->spans[p->span];
     const tm_load_item *it = &s->items[sp->item];
     const uint8_t *buf = (const uint8_t *)slot_buf(s, k);
+    if (tm_load_alloc(s->drv, s->items, s->n_items, sp->item, s->stream, s->err, s->errlen)) return -1;
     if (s->note) s->note(s->fd, buf, (size_t)got, p->offset);
     if (it->widen) {
         if (feed_widened(s, sp, buf + (p->lo - p->offset), p->lo, p->hi)) return -1;
@@ -327,10 +331,10 @@ static void teardown(stream *s)
     free(s->pieces);
 }
 
-int tm_load_stream(const tm_driver *drv, const gguf_file *f, const tm_load_item *items, int64_t n,
+int tm_load_stream(const tm_driver *drv, const gguf_file *f, tm_load_item *items, int64_t n,
                    const load_stream_options *opt, tm_load_result *res, char *err, size_t errlen)
 {
-    stream s = {.drv = drv, .items = items, .path = opt->path, .fd = -1, .fd_direct = -1, .err = err,
+    stream s = {.drv = drv, .items = items, .n_items = n, .path = opt->path, .fd = -1, .fd_direct = -1, .err = err,
                 .errlen = errlen, .piece_bytes = opt->piece_bytes > 0 ? opt->piece_bytes : LOAD_PIECE_BYTES};
     s.slot_bytes = align_up(s.piece_bytes) + LOAD_ALIGN;
     int rc = setup(&s, f, n, opt, res);

@@ -123,6 +123,39 @@ int64_t weights_bytes(const gguf_file *f, const llama_config *cfg)
 /* ----------------------------------------------------------------------------
  * Upload */
 
+/* Routes allocation `p` of list entry `i` to its field: the globals, then each layer's. */
+static void route_tensor(model_weights *w, const tensor_spec *spec, int64_t i, const gguf_tensor *t, CUdeviceptr p)
+{
+    dev_matrix m = {p, (int32_t)t->type, (int32_t)spec->n_in, (int32_t)spec->n_out};
+    if (i == 0) w->token_embd = m;
+    else if (i == 1) w->output_norm = p;
+    else if (i == 2) w->output = m;
+    else if (i == 3) w->rope_freqs = p;
+    else {
+        layer_weights *L = &w->layers[(i - GLOBAL_TENSORS) / LAYER_TENSORS];
+        switch ((i - GLOBAL_TENSORS) % LAYER_TENSORS) {
+        case 0: L->attn_norm = p; break;
+        case 1: L->wq = m; break;
+        case 2: L->wk = m; break;
+        case 3: L->wv = m; break;
+        case 4: L->wo = m; break;
+        case 5: L->ffn_norm = p; break;
+        case 6: L->w_gate = m; break;
+        case 7: L->w_up = m; break;
+        case 8: L->w_down = m; break;
+        case 9: L->bq = p; break;
+        case 10: L->bk = p; break;
+        case 11: L->bv = p; break;
+        case 12: L->q_norm = p; break;
+        case 13: L->k_norm = p; break;
+        case 14: L->router = m; break;
+        case 15: L->gate_exps = m; break;
+        case 16: L->up_exps = m; break;
+        case 17: L->down_exps = m; break;
+        }
+    }
+}
+
 int weights_upload(model_weights *w, const tm_driver *drv, const gguf_file *f, const llama_config *cfg,
                    const tm_load_options *load, char *err, size_t errlen)
 {
@@ -130,76 +163,38 @@ int weights_upload(model_weights *w, const tm_driver *drv, const gguf_file *f, c
     size_t max_specs = MAX_TENSORS(cfg);
     tensor_spec *specs = calloc(max_specs, sizeof *specs);
     tm_load_item *items = calloc(max_specs, sizeof *items);
+    int64_t *entry = calloc(max_specs, sizeof *entry); /* [n_items] the list position of items[j] */
     w->layers = calloc((size_t)cfg->n_layers, sizeof *w->layers);
     w->allocs = calloc(max_specs, sizeof *w->allocs);
     w->n_layers = cfg->n_layers;
-    if (!specs || !items || !w->layers || !w->allocs) {
-        free(specs);
-        free(items);
-        weights_free(w, drv);
-        return tm_fail(err, errlen, "out of host memory");
-    }
-    int64_t n = list_tensors(cfg, specs), need = weights_bytes(f, cfg);
     int rc = 0;
+    int64_t n = 0, n_items = 0;
+    if (!specs || !items || !entry || !w->layers || !w->allocs)
+        rc = tm_fail(err, errlen, "out of host memory");
+    else
+        n = list_tensors(cfg, specs);
     for (int64_t i = 0; i < n && rc == 0; i++) {
         const gguf_tensor *t = gguf_find_tensor(f, specs[i].name);
         if (!t) continue; /* only optional tensors may be absent (checked before) */
-        int64_t bytes = device_bytes(t, specs[i].role);
-        CUdeviceptr p = 0;
-        CUresult cr = drv->cuMemAlloc(&p, (size_t)bytes);
-        if (cr != CUDA_SUCCESS) {
-            rc = cr == CUDA_ERROR_OUT_OF_MEMORY
-                ? tm_fail(err, errlen, "out of device memory while loading weights: need %.1f MiB, device has %.1f MiB "
-                       "total (cuMemAlloc: %s at tensor '%s', %.1f MiB, after %.1f MiB)", TM_MIB(need),
-                       TM_MIB(drv->device_total), tm_cu_name(drv, cr), t->name, TM_MIB(bytes), TM_MIB(w->bytes))
-                : tm_fail(err, errlen, "cuMemAlloc of %.1f MiB for tensor '%s' failed: %s", TM_MIB(bytes), t->name,
-                       tm_cu_name(drv, cr));
-            break;
-        }
         /* the norm kernels read f32: other float types are widened on the way */
         bool widen = specs[i].role == ROLE_NORM && t->type != GGML_TYPE_F32;
-        if (widen && t->type != GGML_TYPE_F16 && t->type != GGML_TYPE_BF16) {
-            drv->cuMemFree(p);
+        if (widen && t->type != GGML_TYPE_F16 && t->type != GGML_TYPE_BF16)
             rc = tm_fail(err, errlen, "copying tensor '%s' to the device failed: norm of an unsupported type",
                          t->name);
-            break;
-        }
-        w->allocs[w->n_allocs] = p;
-        items[w->n_allocs++] = (tm_load_item){t, p, bytes, widen};
-        w->bytes += bytes;
-        dev_matrix m = {p, (int32_t)t->type, (int32_t)specs[i].n_in, (int32_t)specs[i].n_out};
-        /* route the allocation to its field by list position: the globals, then each layer's */
-        if (i == 0) w->token_embd = m;
-        else if (i == 1) w->output_norm = p;
-        else if (i == 2) w->output = m;
-        else if (i == 3) w->rope_freqs = p;
-        else {
-            layer_weights *L = &w->layers[(i - GLOBAL_TENSORS) / LAYER_TENSORS];
-            switch ((i - GLOBAL_TENSORS) % LAYER_TENSORS) {
-            case 0: L->attn_norm = p; break;
-            case 1: L->wq = m; break;
-            case 2: L->wk = m; break;
-            case 3: L->wv = m; break;
-            case 4: L->wo = m; break;
-            case 5: L->ffn_norm = p; break;
-            case 6: L->w_gate = m; break;
-            case 7: L->w_up = m; break;
-            case 8: L->w_down = m; break;
-            case 9: L->bq = p; break;
-            case 10: L->bk = p; break;
-            case 11: L->bv = p; break;
-            case 12: L->q_norm = p; break;
-            case 13: L->k_norm = p; break;
-            case 14: L->router = m; break;
-            case 15: L->gate_exps = m; break;
-            case 16: L->up_exps = m; break;
-            case 17: L->down_exps = m; break;
-            }
-        }
+        entry[n_items] = i;
+        items[n_items++] = (tm_load_item){t, 0, device_bytes(t, specs[i].role), widen};
+    }
+    /* the loader allocates each tensor as it reaches it (load.h) */
+    if (!rc) rc = tm_load_weights(drv, f, items, n_items, load, &w->load, err, errlen);
+    for (int64_t j = 0; j < n_items; j++) {
+        if (!items[j].dst) continue;
+        w->allocs[w->n_allocs++] = items[j].dst;
+        w->bytes += items[j].device_bytes;
+        route_tensor(w, &specs[entry[j]], entry[j], items[j].t, items[j].dst);
     }
     free(specs);
-    if (!rc) rc = tm_load_weights(drv, f, items, w->n_allocs, load, &w->load, err, errlen);
     free(items);
+    free(entry);
     if (rc) {
         weights_free(w, drv);
         return rc;

@@ -52,7 +52,7 @@ typedef struct model_weights {
 int weights_check(const gguf_file *f, const llama_config *cfg, char *err, size_t errlen);
 /* Bytes weights_upload will allocate. */
 int64_t weights_bytes(const gguf_file *f, const llama_config *cfg);
-/* Allocates every tensor, then reads them in (load.h). On failure everything allocated is freed and err says what
+/* Reads every tensor in, each allocated just before its first copy (load.h). On failure everything allocated is freed and err says what
  * failed, how much was needed and how much the device has. */
 int weights_upload(model_weights *w, const tm_driver *drv, const gguf_file *f, const llama_config *cfg,
                    const tm_load_options *load, char *err, size_t errlen);

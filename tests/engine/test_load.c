@@ -1,7 +1,9 @@
 /* test_load.c — the weight loader against a driver whose asynchronous copies really are
  * deferred: bytes of every tensor arrive exactly (unaligned heads and tails, tensors
  * spanning pieces, norms widened to f32, tensors left out), with io_uring and pread and
- * a staging ring small enough to be reused many times; the progress line and its rules. */
+ * a staging ring small enough to be reused many times; tensors allocated as they are
+ * reached, an allocation out of memory while copies are in flight tried again after them;
+ * the progress line and its rules. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -96,6 +98,24 @@ static CUresult fake_event_sync(CUevent e)
 }
 static CUresult fake_event_destroy(CUevent e) { (void)e; return CUDA_SUCCESS; }
 
+/* Allocation: refused while copies are queued and not run (memory a tiering layer gives
+ * back only once they have filled it), or always. */
+static bool refuse_while_pending, refuse_always;
+static int alloc_refusals, allocs_made, pending_at_alloc; /* pending_at_alloc: copies queued before the last alloc */
+static CUresult fake_mem_alloc(CUdeviceptr *p, size_t n)
+{
+    if (refuse_always || (refuse_while_pending && n_run < n_pending)) {
+        alloc_refusals++;
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    void *mem = calloc(1, n);
+    if (!mem) return CUDA_ERROR_OUT_OF_MEMORY;
+    *p = (CUdeviceptr)(uintptr_t)mem;
+    allocs_made++;
+    pending_at_alloc = n_pending;
+    return CUDA_SUCCESS;
+}
+
 static tm_driver fake_driver(void)
 {
     tm_driver d = {0};
@@ -110,7 +130,11 @@ static tm_driver fake_driver(void)
     d.cuEventRecord = fake_event_record;
     d.cuEventSynchronize = fake_event_sync;
     d.cuEventDestroy = fake_event_destroy;
+    d.cuMemAlloc = fake_mem_alloc;
+    d.device_total = 1 << 20;
     n_pending = n_run = n_events = event_waits = host_pinned = 0;
+    refuse_while_pending = refuse_always = false;
+    alloc_refusals = allocs_made = pending_at_alloc = 0;
     return d;
 }
 
@@ -158,26 +182,42 @@ static int remove_model(void **state)
     return 0;
 }
 
-/* Loads every tensor but the first, in reverse file order, and checks each byte. */
-static void load_and_check(bool uring, int slots, int64_t piece_bytes)
+/* shapes[i] as a load item without memory; norms (not f32) widened. */
+static tm_load_item item_of(const gguf_file *f, int i)
+{
+    const gguf_tensor *t = gguf_find_tensor(f, shapes[i].name);
+    assert_non_null(t);
+    bool widen = t->type != GGML_TYPE_F32;
+    return (tm_load_item){t, 0, widen ? t->dims[0] * 4 : (int64_t)t->n_bytes, widen};
+}
+
+/* Loads every tensor but the first, in reverse file order, and checks each byte. `lazy`:
+ * the loader allocates them, refused while copies are in flight when `tight`. */
+static void load_lazily_and_check(bool uring, int slots, int64_t piece_bytes, bool lazy, bool tight)
 {
     gguf_file f;
     char gerr[GGUF_ERROR_MAX], err[256];
     assert_int_equal(gguf_open(path, &f, gerr), 0);
     tm_driver drv = fake_driver();
+    refuse_while_pending = tight;
     tm_load_item items[N_TENSORS - 1];
     void *dev[N_TENSORS - 1];
     for (int i = 1; i < N_TENSORS; i++) {
-        const gguf_tensor *t = gguf_find_tensor(&f, shapes[i].name);
-        assert_non_null(t);
-        bool widen = t->type != GGML_TYPE_F32;
-        int64_t bytes = widen ? t->dims[0] * 4 : (int64_t)t->n_bytes;
-        dev[N_TENSORS - 1 - i] = calloc(1, (size_t)bytes);
-        items[N_TENSORS - 1 - i] = (tm_load_item){t, (CUdeviceptr)(uintptr_t)dev[N_TENSORS - 1 - i], bytes, widen};
+        tm_load_item *it = &items[N_TENSORS - 1 - i];
+        *it = item_of(&f, i);
+        dev[N_TENSORS - 1 - i] = lazy ? NULL : calloc(1, (size_t)it->device_bytes);
+        it->dst = (CUdeviceptr)(uintptr_t)dev[N_TENSORS - 1 - i];
     }
     load_stream_options so = {path, uring, false, false, slots, piece_bytes};
     tm_load_result res = {0};
     assert_int_equal(tm_load_stream(&drv, &f, items, N_TENSORS - 1, &so, &res, err, sizeof err), 0);
+    assert_int_equal(allocs_made, lazy ? N_TENSORS - 1 : 0);
+    if (lazy && !tight) assert_true(pending_at_alloc > 0); /* the last tensor came after copies of the others */
+    if (tight) assert_true(alloc_refusals > 0);             /* refused, then made once the copies ran */
+    for (int i = 0; lazy && i < N_TENSORS - 1; i++) {
+        assert_true(items[i].dst != 0);
+        dev[i] = (void *)(uintptr_t)items[i].dst;
+    }
     assert_int_equal(res.used, uring ? TM_LOAD_URING : TM_LOAD_PREAD);
     assert_int_equal(n_run, n_pending); /* every copy ran before the load returned */
     assert_int_equal(host_pinned, 0);   /* the staging ring was unpinned */
@@ -200,10 +240,43 @@ static void load_and_check(bool uring, int slots, int64_t piece_bytes)
     gguf_close(&f);
 }
 
+static void load_and_check(bool uring, int slots, int64_t piece_bytes)
+{
+    load_lazily_and_check(uring, slots, piece_bytes, false, false);
+}
+
 static void test_uring_small_ring(void **state) { (void)state; load_and_check(true, 3, 8192); }
 static void test_pread_small_ring(void **state) { (void)state; load_and_check(false, 3, 5000); }
 static void test_uring_default_ring(void **state) { (void)state; load_and_check(true, 0, 0); }
 static void test_uring_one_slot(void **state) { (void)state; load_and_check(true, 1, 1000); }
+
+static void test_lazy_allocation(void **state) { (void)state; load_lazily_and_check(true, 3, 8192, true, false); }
+static void test_lazy_allocation_retried(void **state)
+{
+    (void)state;
+    load_lazily_and_check(false, 4, 5000, true, true);
+}
+
+/* Out of memory even after the copies ran: one error naming the tensor and what was
+ * needed; nothing made is left behind. */
+static void test_allocation_refused(void **state)
+{
+    (void)state;
+    gguf_file f;
+    char gerr[GGUF_ERROR_MAX], err[256];
+    assert_int_equal(gguf_open(path, &f, gerr), 0);
+    tm_driver drv = fake_driver();
+    tm_load_item items[2] = {item_of(&f, 1), item_of(&f, 2)};
+    refuse_always = true;
+    load_stream_options so = {path, false, false, false, 2, 0};
+    tm_load_result res = {0};
+    assert_int_equal(tm_load_stream(&drv, &f, items, 2, &so, &res, err, sizeof err), -1);
+    assert_non_null(strstr(err, "out of device memory while loading weights: need "));
+    assert_non_null(strstr(err, "at tensor 'norm16'"));
+    assert_int_equal(items[0].dst, 0);
+    assert_int_equal(alloc_refusals, 2); /* tried once more after waiting for the stream, no more */
+    gguf_close(&f);
+}
 
 static void test_missing_file(void **state)
 {
@@ -300,6 +373,9 @@ int main(void)
         cmocka_unit_test(test_pread_small_ring),
         cmocka_unit_test(test_uring_default_ring),
         cmocka_unit_test(test_uring_one_slot),
+        cmocka_unit_test(test_lazy_allocation),
+        cmocka_unit_test(test_lazy_allocation_retried),
+        cmocka_unit_test(test_allocation_refused),
         cmocka_unit_test(test_missing_file),
         cmocka_unit_test(test_progress_format),
         cmocka_unit_test(test_progress_rules),
