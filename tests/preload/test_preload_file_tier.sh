@@ -29,6 +29,13 @@ under_tiermem "${limits[@]}" TIERMEM_FILE_TIER=1 TIERMEM_STATS="$S/on.stats" -- 
   "$llm" -m "$S/m.gguf" -p "Once upon a time" -n 12 -v > /dev/null 2> "$S/on.err"
 check_eq "with the file tier the engine exits 0" "$?" 0
 check_eq "its tokens equal the reference's" "$(ids "$S/on.err")" "$(ids "$S/ref.err")"
+# the default loader: io_uring, whose reads only tiermem_note_file_read tells the tier of
+# (pread where the kernel refuses io_uring, after one line saying so)
+if grep -q 'io_uring is refused' "$S/on.err"; then
+  check "the default loader fell back to pread" grep -q 'load: method=pread ' "$S/on.err"
+else
+  check "the default loader read with io_uring" grep -q 'load: method=uring ' "$S/on.err"
+fi
 json=$("$TIERMEM_STAT" --json "$S/on.stats")
 check_eq "tiermem-stat says the file tier is on" "$(grep -o '"file_tier":[a-z]*' <<<"$json")" '"file_tier":true'
 check "chunks were dropped" test "$(json_value "$json" file_drops)" -gt 0
@@ -41,6 +48,12 @@ check "ddr never held more than its limit" test "$(json_tier "$json" ddr peak)" 
 check "the table shows the tier's counts" \
   grep -q '^file tier: 0 chunks dropped now ([1-9][0-9]* in all), [1-9][0-9]* read back' \
   <<<"$("$TIERMEM_STAT" "$S/on.stats")"
+
+for method in pread mmap; do
+  under_tiermem "${limits[@]}" TIERMEM_FILE_TIER=1 -- \
+    "$llm" -m "$S/m.gguf" -p "Once upon a time" -n 12 -v --load "$method" > /dev/null 2> "$S/$method.err"
+  check_eq "--load=$method: the same tokens under the file tier" "$(ids "$S/$method.err")" "$(ids "$S/ref.err")"
+done
 
 # -------------------------------------------------------------- a loader that reads its tensors back
 # filecopy copies every tensor from a mapping of the file into 16 MiB of HBM and DDR, then
