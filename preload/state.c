@@ -8,6 +8,7 @@
 #include "policy/units.h"
 #include "preload/alloc.h"
 #include "preload/device.h"
+#include "preload/device_plan.h"
 #include "preload/heat.h"
 #include "preload/log.h"
 #include "preload/migrate.h"
@@ -52,6 +53,7 @@ static void after_fork_in_child(void)
     tm_stream_free_forget_in_child();
     tm_stats_forget_in_child();
     tm_device_forget_in_child();
+    tm_device_plan_forget_in_child();
     tm_gate_reinit_in_child();
     tm_migrate_forget_in_child();
     tm_rebalancer_forget_in_child();
