@@ -8,6 +8,7 @@
 #include "preload/device_plan.h"
 #include "preload/driver.h"
 #include "preload/heat.h"
+#include "preload/ledger.h"
 #include "preload/log.h"
 #include "preload/rebalancer.h"
 #include "preload/state.h"
@@ -85,6 +86,7 @@ static bool set_up(CUdevice ordinal)
         .tiers = &device.tiers,
         .heat = tm_heat_source_active(),
     };
+    tm_ledger_join(config, &device.tiers);
     tm_stats_open(config, &setup);
     log_start_up(found, config);
     tm_state_register_exit();
@@ -126,11 +128,24 @@ tm_device *tm_device_ready(void)
     return __atomic_load_n(&device_state, __ATOMIC_ACQUIRE) == DEVICE_READY ? &device : NULL;
 }
 
+void tm_device_place_lock(tm_device *d)
+{
+    pthread_mutex_lock(&d->place_lock);
+    tm_ledger_lock();
+}
+
+void tm_device_place_unlock(tm_device *d)
+{
+    tm_ledger_unlock();
+    pthread_mutex_unlock(&d->place_lock);
+}
+
 void tm_device_tiers_now(const tm_device *d, tm_tiers *tiers)
 {
     *tiers = d->tiers;
     for (int t = 0; t < TM_TIER_COUNT; t++)
-        tiers->tier[t].used = tm_stats_tier_used((tm_tier_id)t);
+        if (!tm_ledger_used((tm_tier_id)t, &tiers->tier[t].used))
+            tiers->tier[t].used = tm_stats_tier_used((tm_tier_id)t);
     tiers->hbm_chunked = __atomic_load_n(&tm_stats->tier[TM_TIER_HBM].chunks, __ATOMIC_RELAXED) * d->policy.chunk_size;
 }
 

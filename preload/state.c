@@ -10,6 +10,7 @@
 #include "preload/device.h"
 #include "preload/device_plan.h"
 #include "preload/heat.h"
+#include "preload/ledger.h"
 #include "preload/log.h"
 #include "preload/migrate.h"
 #include "preload/model_files.h"
@@ -54,6 +55,7 @@ static void after_fork_in_child(void)
     tm_stats_forget_in_child();
     tm_device_forget_in_child();
     tm_device_plan_forget_in_child();
+    tm_ledger_forget_in_child();
     tm_gate_reinit_in_child();
     tm_migrate_forget_in_child();
     tm_rebalancer_forget_in_child();
@@ -124,6 +126,7 @@ static void at_exit(void)
     tm_rebalancer_stop();
     tm_stream_free_finish(NULL, true);
     tm_release_all_at_exit();
+    tm_ledger_leave();
     tm_migrate_shutdown();
     log_exit_summary();
     tm_stats_close();
