@@ -21,19 +21,23 @@ static int device_attribute(CUdevice_attribute attribute, CUdevice ordinal)
     return value;
 }
 
-static void make_plan(CUdevice ordinal, tm_device_plan *plan)
+/* False when the driver cannot answer yet (no cuInit): nothing is decided then. */
+static bool make_plan(CUdevice ordinal, tm_device_plan *plan)
 {
     const tm_config *config = tm_settings();
     size_t memory = 0;
-    if (tm_real.cuDeviceTotalMem_v2(&memory, ordinal) != CUDA_SUCCESS || memory == 0) {
+    CUresult result = tm_real.cuDeviceTotalMem_v2(&memory, ordinal);
+    if (result == CUDA_ERROR_NOT_INITIALIZED)
+        return false;
+    if (result != CUDA_SUCCESS || memory == 0) {
         plan->why_not = "the device's memory size cannot be read";
-        return;
+        return true;
     }
     plan->memory = memory;
     uint64_t chunk = tm_minimum_granularity(CU_MEM_LOCATION_TYPE_DEVICE, ordinal);
     if (!device_attribute(CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, ordinal) || chunk == 0) {
         plan->why_not = "the device does not support virtual memory management (VMM)";
-        return;
+        return true;
     }
     tm_discover_tiers(config, ordinal, memory, &plan->found);
     int ddr_node = plan->found.tiers.tier[TM_TIER_DDR].node;
@@ -53,6 +57,7 @@ static void make_plan(CUdevice ordinal, tm_device_plan *plan)
                                   : tm_default_hbm_reserve(plan->tiers.tier[TM_TIER_HBM].limit, chunk);
     tm_settings_check(config, &plan->tiers, chunk);
     plan->usable = true;
+    return true;
 }
 
 const tm_device_plan *tm_device_plan_of(CUdevice ordinal)
@@ -62,11 +67,11 @@ const tm_device_plan *tm_device_plan_of(CUdevice ordinal)
     pthread_mutex_lock(&plan_lock);
     if (!planned[ordinal]) {
         plans[ordinal] = (tm_device_plan){ 0 };
-        make_plan(ordinal, &plans[ordinal]);
-        planned[ordinal] = true;
+        planned[ordinal] = make_plan(ordinal, &plans[ordinal]);
     }
+    bool ready = planned[ordinal];
     pthread_mutex_unlock(&plan_lock);
-    return &plans[ordinal];
+    return ready ? &plans[ordinal] : NULL;
 }
 
 bool tm_device_view_total(CUdevice ordinal, uint64_t *total)

@@ -25,7 +25,9 @@ typedef struct tm_device_plan {
 } tm_device_plan;
 
 /* The plan of a device, made at the first call (driver calls that need no context; the
- * settings warnings come out then, once). NULL when the driver cannot describe the device. */
+ * settings warnings come out then, once). NULL while the driver is not initialised (NVML
+ * may be asked before cuInit, and tiermem never initialises the driver itself: a process
+ * that forks workers must not), or when it cannot describe the device. */
 const tm_device_plan *tm_device_plan_of(CUdevice ordinal);
 
 /* The total memory a program is told the device has, in the configured view; false when the

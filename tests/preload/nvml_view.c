@@ -59,10 +59,14 @@ int nvml_view_run(const nvml_calls *calls, int count, char **sizes)
     size_t before_total;
     nvmlMemory_t v1;
     nvmlMemory_v2_t v2;
+    int status = nvml_memory(calls, device, &v1, &v2); /* as vLLM asks, before CUDA starts */
+    if (status)
+        return status;
+    printf("early %llu %llu\n", v1.total, v1.free);
     CHECK(cuInit(0));
     CHECK(cuDeviceGet(&cu_device, 0));
     CHECK(cuDeviceTotalMem(&before_total, cu_device));
-    int status = nvml_memory(calls, device, &v1, &v2);
+    status = nvml_memory(calls, device, &v1, &v2);
     if (status)
         return status;
     printf("before %zu %llu %llu %llu %llu\n", before_total, v1.total, v1.free, v2.total, v2.free);

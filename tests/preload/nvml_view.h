@@ -15,7 +15,7 @@ typedef struct nvml_calls {
     nvmlReturn_t (*shutdown)(void);
 } nvml_calls;
 
-/* Prints "before TOTAL NVML_TOTAL NVML_FREE NVML2_TOTAL NVML2_FREE" before any context,
+/* Prints "early NVML_TOTAL NVML_FREE" before cuInit, "before TOTAL NVML_TOTAL NVML_FREE NVML2_TOTAL NVML2_FREE" before any context,
  * then "info CU_FREE CU_TOTAL NVML_FREE NVML_TOTAL NVML2_FREE NVML2_TOTAL" in one, after
  * each allocation of sizes[] and after freeing them. Returns the exit status. */
 int nvml_view_run(const nvml_calls *calls, int count, char **sizes);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # NVML reports the view cuMemGetInfo reports: simcuda's libnvidia-ml.so.1, reached by a
 # program linked with it and by one that uses dlopen and dlsym, under each TIERMEM_MEMINFO
-# view; before any context NVML's total is already the view's.
+# view; before any context NVML's total is already the view's (before cuInit, NVML's own).
 source "$(dirname "$0")/../lib/tap.sh"
 source "$(dirname "$0")/preload_lib.sh"
 MIB=$((1 << 20))
@@ -32,6 +32,9 @@ for program in nvml_linked nvml_dlopen; do
     check_eq "$program, $view: NVML (both calls) and the driver agree before and in a context" "$(agree "$out")" ""
     check_eq "$program, $view: one total, before any context and after" "$(totals "$out")" "${want_total[$view]} "
     check_eq "$program, $view: free follows the view" "$(frees "$out")" "${want_free[$view]}"
+    # before cuInit tiermem cannot plan the device (it never initialises the driver itself)
+    check_eq "$program, $view: asked before cuInit, NVML gives its own answer, and the view holds after" \
+      "$(grep '^early ' <<<"$out")" "early $((512 * MIB)) $((512 * MIB))"
   done
   out=$(without_tiermem SIMCUDA_MEM=512M -- "$B/tests/preload/$program" 64M 2>&1)
   check_eq "$program without the interposer: NVML's own answer is the device's" \
