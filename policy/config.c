@@ -128,11 +128,14 @@ static bool parse_heat_halflife(const char *value, tm_config *config)
     return tm_parse_duration(value, &config->heat_halflife_ns);
 }
 
+static const char *const stream_mode_names[] = { "auto", "on", "off" };
+
 static bool parse_stream(const char *value, tm_config *config)
 {
-    if (strcasecmp(value, "auto") != 0 && strcasecmp(value, "off") != 0)
+    int mode = parse_word(value, stream_mode_names, TM_STREAM_AUTO, TM_STREAM_OFF);
+    if (mode < 0)
         return false;
-    config->stream_off = strcasecmp(value, "off") == 0;
+    config->stream = (tm_stream_mode)mode;
     return true;
 }
 
@@ -192,7 +195,7 @@ static const variable variables[] = {
     { "TIERMEM_HEAT", parse_heat, "launch, ebpf or off" },
     { "TIERMEM_HEAT_HALFLIFE", parse_heat_halflife,
       "a duration above 0: digits then ms, s or m, seconds when bare (e.g. 10s)" },
-    { "TIERMEM_STREAM", parse_stream, "auto or off" },
+    { "TIERMEM_STREAM", parse_stream, "auto, on or off" },
 };
 
 #define VARIABLE_COUNT (sizeof variables / sizeof variables[0])

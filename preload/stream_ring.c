@@ -2,6 +2,7 @@
 #include "preload/stream_ring.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
@@ -79,7 +80,15 @@ void tm_stream_ring_start(tm_device *device, const tm_config *config)
 {
     if (config->policy != TM_POLICY_HEAT || ring.have_slots)
         return;
-    const char *why = config->stream_off ? "TIERMEM_STREAM=off"
+    uint64_t ring_bytes = TM_STREAM_SLOTS * device->policy.chunk_size;
+    char size[32], large[128];
+    tm_format_size(ring_bytes, size, sizeof size);
+    snprintf(large, sizeof large, "its %s would be more than 1/%d of HBM; TIERMEM_STREAM=on streams anyway", size,
+             TM_STREAM_AUTO_SHARE);
+    const char *why = config->stream == TM_STREAM_OFF ? "TIERMEM_STREAM=off"
+                      : config->stream == TM_STREAM_AUTO &&
+                                ring_bytes * TM_STREAM_AUTO_SHARE > device->tiers.tier[TM_TIER_HBM].limit
+                          ? large
                       : device->target.pinned_host ? "lower tiers are pinned host memory"
                       : !tm_real.cuEventCreate || !tm_real.cuStreamWaitEvent ? "the driver lacks events"
                       : NULL;
@@ -104,9 +113,7 @@ void tm_stream_ring_start(tm_device *device, const tm_config *config)
     ring.device = device;
     ring.chunk = device->policy.chunk_size;
     ring.have_slots = true;
-    char size[32];
-    tm_info("policy heat: spilled weights stream through a ring of %d HBM chunks (%s)", TM_STREAM_SLOTS,
-            tm_format_size(TM_STREAM_SLOTS * ring.chunk, size, sizeof size));
+    tm_info("policy heat: spilled weights stream through a ring of %d HBM chunks (%s)", TM_STREAM_SLOTS, size);
     __atomic_store_n(&tm_stream_ready, true, __ATOMIC_RELEASE);
 }
 

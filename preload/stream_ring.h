@@ -2,8 +2,9 @@
  * kernels that read them get HBM bandwidth and the link carries them at the copy engines'
  * rate rather than the SMs' in-place rate (DESIGN, "Performance model").
  *
- * Part of the `heat` policy (TIERMEM_STREAM=auto, the default; `off` leaves every spilled
- * chunk read in place). At set-up it takes TM_STREAM_SLOTS HBM chunks from the pool, each
+ * Part of the `heat` policy (TIERMEM_STREAM=auto, the default, when the ring is a small
+ * share of HBM; `on` whenever HBM has room for it; `off` leaves every spilled chunk read
+ * in place). At set-up it takes TM_STREAM_SLOTS HBM chunks from the pool, each
  * mapped at a staging address of its own. While any chunk is spilled, every launch has
  * its pointer parameters read: the spilled chunks of model-file tensors (provenance.h:
  * read-only weights; written memory such as KV cache has no such label and is never
@@ -32,6 +33,10 @@
 #include "preload/device.h"
 
 #define TM_STREAM_SLOTS 2   /* HBM chunks of the ring: one read while the next is filled */
+/* TIERMEM_STREAM=auto takes the ring only when it is at most 1/TM_STREAM_AUTO_SHARE of HBM:
+ * on a small device the HBM it takes from resident weights costs more link time than
+ * streaming saves. */
+#define TM_STREAM_AUTO_SHARE 16
 
 /* Set while the ring is ready: launches then go through tm_stream_before_launch. */
 extern bool tm_stream_ready;

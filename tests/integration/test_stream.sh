@@ -5,7 +5,8 @@
 # run under asynchronous streams, with the rebalancer migrating as well, dumps the same
 # logits bit for bit (every weight byte every kernel read, checked); a driver call failed
 # mid-stream stops streaming with one line and the same tokens; nothing streams when the
-# model fits or with TIERMEM_STREAM=off.
+# model fits, when the ring would be a large share of HBM (TIERMEM_STREAM=auto) or with
+# TIERMEM_STREAM=off.
 source "$(dirname "$0")/../lib/tap.sh"
 
 llm=$B/bin/tiermem-llm
@@ -16,6 +17,8 @@ preload=$(preload_value "$B/lib/libtiermem.so")
 ids() { sed -n 's/^tiermem-llm: seq 0 generated ids: //p' "$1"; }
 streamed() { sed -n 's/^tiermem: exit: stream: \([0-9]*\) chunks streamed.*/\1/p' "$1"; }
 heat=(TIERMEM_POLICY=heat TIERMEM_LOG=info SIMCUDA_LOG=info LD_PRELOAD="$preload")
+# the ring's 4 MiB are a third of this small device: `auto` would not take it, `on` does
+on=(TIERMEM_STREAM=on "${heat[@]}")
 
 # 21 MiB of f32 weights (6 layers of 768 KiB matrices) on a 12 MiB device.
 "$B/bin/tiermem-mkmodel" -o "$T/m.gguf" --layers 6 --vocab 1913 --dim 256 --heads 4 --kv-heads 1 --ffn 768 \
@@ -26,7 +29,7 @@ for kv in f32 fp8_e4m3; do
   SIMCUDA_MEM=1G "$llm" -m "$T/m.gguf" -p "Once upon a time" -n 24 --kv-dtype $kv --kv-blocks 64 -v > /dev/null 2> "$T/ref-$kv.err"
   check "$kv KV: the reference generated tokens" test -n "$(ids "$T/ref-$kv.err")"
   for async in 0 1; do
-    env SIMCUDA_MEM=12M SIMCUDA_ASYNC=$async "${heat[@]}" "$llm" -m "$T/m.gguf" -p "Once upon a time" -n 24 \
+    env SIMCUDA_MEM=12M SIMCUDA_ASYNC=$async "${on[@]}" "$llm" -m "$T/m.gguf" -p "Once upon a time" -n 24 \
       --kv-dtype $kv --kv-blocks 64 -v > /dev/null 2> "$T/s-$kv-$async.err"
     check_eq "$kv KV, SIMCUDA_ASYNC=$async: exit 0" "$?" 0
     check "$kv KV, SIMCUDA_ASYNC=$async: chunks streamed through the ring" test "$(streamed "$T/s-$kv-$async.err")" -gt 100
@@ -43,7 +46,7 @@ check "the copies went through the copy engine, host to device" \
 printf 'Once upon a time\nThe little dog\nA girl named Lily\nIn the park\n' > "$T/prompts"
 SIMCUDA_MEM=1G "$llm" -m "$T/m.gguf" --prompts-file "$T/prompts" -n 64 --kv-dtype f32 --kv-blocks 64 \
   --dump-logits "$T/ref.logits" > /dev/null 2>&1
-env SIMCUDA_MEM=12M SIMCUDA_ASYNC=1 TIERMEM_HEAT_HALFLIFE=1s "${heat[@]}" "$llm" -m "$T/m.gguf" \
+env SIMCUDA_MEM=12M SIMCUDA_ASYNC=1 TIERMEM_HEAT_HALFLIFE=1s "${on[@]}" "$llm" -m "$T/m.gguf" \
   --prompts-file "$T/prompts" -n 64 --kv-dtype f32 --kv-blocks 64 --dump-logits "$T/stress.logits" > /dev/null 2> "$T/stress.err"
 check_eq "stress: exit 0" "$?" 0
 check "stress: thousands of chunks streamed" test "$(streamed "$T/stress.err")" -gt 2000
@@ -54,7 +57,7 @@ check "stress: nothing leaked" \
 
 # A driver call failing inside streaming: one line, streaming stops, the tokens stay right.
 for fault in cuMemMap:200 cuMemcpyDtoDAsync_v2:60 cuEventSynchronize:40 cuMemSetAccess:200; do
-  env SIMCUDA_MEM=12M SIMCUDA_FAIL=$fault:CUDA_ERROR_UNKNOWN "${heat[@]}" "$llm" -m "$T/m.gguf" \
+  env SIMCUDA_MEM=12M SIMCUDA_FAIL=$fault:CUDA_ERROR_UNKNOWN "${on[@]}" "$llm" -m "$T/m.gguf" \
     -p "Once upon a time" -n 24 --kv-dtype f32 --kv-blocks 64 -v > /dev/null 2> "$T/fail.err"
   check_eq "SIMCUDA_FAIL=$fault: exit 0, the same tokens" "$? $(ids "$T/fail.err")" "0 $(ids "$T/ref-f32.err")"
   check_eq "SIMCUDA_FAIL=$fault: one line says streaming stopped" \
@@ -70,6 +73,13 @@ check_eq "the model fits: nothing streamed, the same tokens" \
   "$(grep -o 'stream: 0 chunks streamed (0 B copied), 0 read in place' "$T/fits.err") $(ids "$T/fits.err")" \
   "stream: 0 chunks streamed (0 B copied), 0 read in place $(ids "$T/ref-f32.err")"
 check "the model fits: no copy from a lower tier" bash -c "! grep -q 'copied host-numa -> device' '$T/fits.err'"
+
+# TIERMEM_STREAM=auto (the default) on this small device: one line says why there is no ring.
+env SIMCUDA_MEM=12M "${heat[@]}" "$llm" -m "$T/m.gguf" -p "Once upon a time" -n 24 --kv-dtype f32 --kv-blocks 64 -v \
+  > /dev/null 2> "$T/auto.err"
+check "TIERMEM_STREAM=auto on a 12 MiB device: no ring, and one line says why" \
+  grep -q '^tiermem: policy heat: spilled chunks are read in place, not streamed (its 4 MiB would be more than 1/16 of HBM; TIERMEM_STREAM=on streams anyway)' "$T/auto.err"
+check_eq "TIERMEM_STREAM=auto on a 12 MiB device: the same tokens" "$(ids "$T/auto.err")" "$(ids "$T/ref-f32.err")"
 
 # TIERMEM_STREAM=off: one line says so; spilled chunks are read in place.
 env SIMCUDA_MEM=12M TIERMEM_STREAM=off "${heat[@]}" "$llm" -m "$T/m.gguf" -p "Once upon a time" -n 24 \

@@ -192,7 +192,7 @@ static void test_good_values(void **state)
     assert_int_equal(c.ddr_node, 0);
     assert_int_equal(c.min_tiered, 4 << 20);
     assert_int_equal(c.policy, TM_POLICY_HEAT);
-    assert_true(c.stream_off);
+    assert_int_equal(c.stream, TM_STREAM_OFF);
     assert_int_equal(c.migrate_rate, 1 << 30);
     assert_int_equal(c.order.count, 2);
     assert_int_equal(c.order.tier[1], TM_TIER_DDR);
@@ -292,7 +292,7 @@ static const bad_case bad_cases[] = {
     { "TIERMEM_HEAT_HALFLIFE", "10h", "a duration above 0" },
     { "TIERMEM_HEAT_HALFLIFE", "-5s", "a duration above 0" },
     { "TIERMEM_HEAT_HALFLIFE", "99999999999999m", "a duration above 0" },
-    { "TIERMEM_STREAM", "on", "auto or off" },
+    { "TIERMEM_STREAM", "yes", "auto, on or off" },
     { "TIERMEM_STATS", "", NULL }, /* empty is "not set": no error (checked below) */
 };
 
