@@ -30,20 +30,22 @@ typedef struct slot {
     CUevent filled;        /* recorded on the ring's stream after the copy into it */
     CUevent read;          /* recorded after the last launch that read it */
     bool read_recorded;
+    CUstream read_on;      /* the stream `read` was recorded on */
     slot_state state;
     CUdeviceptr key;       /* FILLING, MAPPED: the address of the chunk it holds */
     uint64_t last_use;     /* launch number of its last reader: the oldest is recycled first */
 } slot;
 
-/* A launch that read a spilled chunk in place: the chunk is not remapped before it ends. */
+/* A launch that read spilled chunks in place: none of them is remapped before it ends. */
 typedef struct in_place {
-    CUdeviceptr key;       /* 0: the entry is free */
+    CUdeviceptr lo, hi;    /* the chunks [lo, hi) it may have read; lo == hi: the entry is free */
     CUevent done;
 } in_place;
 
-/* A streamable chunk a launch references. */
+/* A streamable chunk a launch references, and how far the launch may read on from it. */
 typedef struct ref {
     CUdeviceptr key;
+    CUdeviceptr end;       /* the end of its allocation's chunks */
     int slot;              /* the slot mapped at it for this launch, or -1: read in place */
 } ref;
 
@@ -62,6 +64,7 @@ static struct {
     bool failed;
     ref refs[REFS_MAX];            /* the launch between before and after */
     int ref_count;
+    bool overflow;                 /* it referenced more streamable chunks than refs holds */
     uint64_t launches;
     /* figures for the exit line */
     uint64_t streamed, streamed_bytes, in_place_reads, copy_waits, copy_wait_ns, slot_waits;
@@ -167,7 +170,7 @@ static tm_alloc *alloc_at(CUdeviceptr address)
 /* Whether the chunk of `a` at `address` streams: spilled below HBM in a VMM backing and
  * holding a model-file tensor (weights: read-only). Its address and the bytes worth
  * copying (the program's part of it) in *key and *bytes. */
-static bool streamable(const tm_alloc *a, CUdeviceptr address, CUdeviceptr *key, uint64_t *bytes)
+static bool streamable(const tm_alloc *a, CUdeviceptr address, CUdeviceptr *key, uint64_t *bytes, CUdeviceptr *end)
 {
     const tm_backing *b = a ? a->backing : NULL;
     if (!b || b->pinned_host || b->plan.chunk_size != ring.chunk || address < b->base ||
@@ -178,6 +181,7 @@ static bool streamable(const tm_alloc *a, CUdeviceptr address, CUdeviceptr *key,
     if (!labels || !__atomic_load_n(&labels[i], __ATOMIC_RELAXED) || tm_backing_chunk_tier(b, i) == TM_TIER_HBM)
         return false;
     *key = b->base + i * ring.chunk;
+    *end = b->base + b->bytes;
     uint64_t left = a->range.size - i * ring.chunk;
     *bytes = left < ring.chunk ? left : ring.chunk;
     return true;
@@ -265,18 +269,20 @@ static bool unmap_slot(int s, bool wait)
     return true;
 }
 
-/* Waits for every launch that read `key` in place (none may run while it is remapped). */
+/* Waits for every launch that may have read `key` in place (none may run while it is
+ * remapped). */
 static bool fence_in_place(CUdeviceptr key)
 {
     for (int i = 0; i < IN_PLACE_EVENTS; i++) {
-        if (ring.in_place[i].key != key)
+        in_place *e = &ring.in_place[i];
+        if (key < e->lo || key >= e->hi)
             continue;
-        CUresult r = tm_real.cuEventSynchronize(ring.in_place[i].done);
+        CUresult r = tm_real.cuEventSynchronize(e->done);
         if (r != CUDA_SUCCESS) {
             stop_streaming("waiting for an in-place reader", r);
             return false;
         }
-        ring.in_place[i].key = 0;
+        e->lo = e->hi = 0;
     }
     return true;
 }
@@ -383,7 +389,8 @@ static void prefetch(void)
     for (uint32_t i = 0; i < count && !ring.failed; i++) {
         CUdeviceptr key;
         uint64_t bytes;
-        if (slot_of(next[i]) >= 0 || !streamable(alloc_at(next[i]), next[i], &key, &bytes))
+        CUdeviceptr end;
+        if (slot_of(next[i]) >= 0 || !streamable(alloc_at(next[i]), next[i], &key, &bytes, &end))
             continue;
         int s = take_slot(i == 0);
         if (s < 0)
@@ -411,16 +418,19 @@ static bool capturing(CUstream stream, bool per_thread)
 
 static void collect_refs(const uint64_t *values, size_t n)
 {
-    for (size_t i = 0; i < n && ring.ref_count < REFS_MAX; i++) {
-        CUdeviceptr key;
+    ring.overflow = false;
+    for (size_t i = 0; i < n; i++) {
+        CUdeviceptr key, end;
         uint64_t bytes;
-        if (values[i] == 0 || !streamable(alloc_at(values[i]), values[i], &key, &bytes))
+        if (values[i] == 0 || !streamable(alloc_at(values[i]), values[i], &key, &bytes, &end))
             continue;
         bool seen = false;
         for (int j = 0; j < ring.ref_count; j++)
             seen |= ring.refs[j].key == key;
-        if (!seen)
-            ring.refs[ring.ref_count++] = (ref){ .key = key, .slot = -1 };
+        if (!seen && ring.ref_count == REFS_MAX)
+            ring.overflow = true;
+        else if (!seen)
+            ring.refs[ring.ref_count++] = (ref){ .key = key, .end = end, .slot = -1 };
     }
 }
 
@@ -474,39 +484,55 @@ bool tm_stream_before_launch_slow(CUfunction f, CUstream stream, bool per_thread
     return true;
 }
 
-/* Records that the launch read `key` in place, in the next tracking entry (whose previous
- * launch is waited for first: its chunk may then be remapped freely). */
-static void note_in_place(CUdeviceptr key, CUstream stream)
+/* Records that the launch may have read the chunks [lo, hi) in place, in the next tracking
+ * entry (whose previous launch is waited for first: its chunks may then be remapped). */
+static void note_in_place(CUdeviceptr lo, CUdeviceptr hi, CUstream stream)
 {
     in_place *e = &ring.in_place[ring.in_place_next];
     ring.in_place_next = (ring.in_place_next + 1) % IN_PLACE_EVENTS;
-    if (e->key && tm_real.cuEventSynchronize(e->done) != CUDA_SUCCESS) {
+    if (e->lo != e->hi && tm_real.cuEventSynchronize(e->done) != CUDA_SUCCESS) {
         stop_streaming("waiting for an in-place reader", CUDA_ERROR_UNKNOWN);
         return;
     }
-    e->key = tm_real.cuEventRecord(e->done, stream) == CUDA_SUCCESS ? key : 0;
-    if (!e->key)
+    e->lo = e->hi = 0;
+    if (tm_real.cuEventRecord(e->done, stream) != CUDA_SUCCESS) {
         stop_streaming("recording an in-place read", CUDA_ERROR_UNKNOWN);
-    ring.in_place_reads++;
+        return;
+    }
+    e->lo = lo;
+    e->hi = hi;
+}
+
+/* Records the launch as the slot's reader; a reader on another stream is waited for first
+ * (one event tells about one stream). */
+static void note_slot_read(slot *sl, CUstream stream)
+{
+    if (sl->read_recorded && sl->read_on != stream && tm_real.cuEventSynchronize(sl->read) != CUDA_SUCCESS) {
+        stop_streaming("waiting for a reader", CUDA_ERROR_UNKNOWN);
+        return;
+    }
+    sl->read_recorded = tm_real.cuEventRecord(sl->read, stream) == CUDA_SUCCESS;
+    sl->read_on = stream;
+    if (!sl->read_recorded) /* without the event nothing tells when it ends: wait for it */
+        tm_real.cuStreamSynchronize(stream);
 }
 
 void tm_stream_after_launch(CUstream stream, bool per_thread, CUresult launched)
 {
     CUstream on = per_thread && !stream ? CU_STREAM_PER_THREAD : stream;
+    /* streamable chunks beyond what refs holds were read in place untracked: wait for them */
+    if (ring.overflow && launched == CUDA_SUCCESS)
+        tm_real.cuStreamSynchronize(on);
     for (int i = 0; i < ring.ref_count && launched == CUDA_SUCCESS && !ring.failed; i++) {
         ref *rf = &ring.refs[i];
-        if (rf->slot < 0) {
-            note_in_place(rf->key, on);
-            continue;
+        /* from a mapped chunk the launch may read on into the next ones, in place */
+        CUdeviceptr from = rf->slot < 0 ? rf->key : rf->key + ring.chunk;
+        if (from < rf->end && !ring.failed) {
+            note_in_place(from, rf->end, on);
+            ring.in_place_reads += rf->slot < 0;
         }
-        slot *sl = &ring.slot[rf->slot];
-        if (tm_real.cuEventRecord(sl->read, on) != CUDA_SUCCESS) {
-            /* without the event the slot cannot know its reader: wait for the stream */
-            tm_real.cuStreamSynchronize(on);
-            sl->read_recorded = false;
-        } else {
-            sl->read_recorded = true;
-        }
+        if (rf->slot >= 0 && !ring.failed)
+            note_slot_read(&ring.slot[rf->slot], on);
     }
     ring.ref_count = 0;
     pthread_mutex_unlock(&ring.lock);
@@ -533,8 +559,8 @@ void tm_stream_ring_forget(CUdeviceptr base, uint64_t bytes)
         sl->key = 0;
     }
     for (int i = 0; i < IN_PLACE_EVENTS; i++)
-        if (ring.in_place[i].key >= base && ring.in_place[i].key < base + bytes)
-            ring.in_place[i].key = 0;
+        if (ring.in_place[i].lo >= base && ring.in_place[i].lo < base + bytes)
+            ring.in_place[i].lo = ring.in_place[i].hi = 0;
     pthread_mutex_unlock(&ring.lock);
 }
 
