@@ -321,11 +321,12 @@ static void drain(void)
 {
     for (int s = 0; s < TM_STREAM_SLOTS; s++) {
         slot *sl = &ring.slot[s];
-        if (sl->state == SLOT_FILLING)
+        if (sl->state == SLOT_FILLING) {
             tm_real.cuEventSynchronize(sl->filled);
+            sl->state = SLOT_FREE;
+        }
         if (sl->state == SLOT_MAPPED)
-            unmap_slot(s, true);
-        sl->state = SLOT_FREE;
+            unmap_slot(s, true); /* stays mapped, holding the chunk's bytes, if that fails */
     }
 }
 
@@ -369,8 +370,8 @@ static void fill(int s, CUdeviceptr key, uint64_t bytes)
     CUresult r = sl->read_recorded ? tm_real.cuStreamWaitEvent(ring.stream, sl->read, 0) : CUDA_SUCCESS;
     if (r == CUDA_SUCCESS)
         r = tm_real.cuMemcpyDtoDAsync_v2(sl->staging, key, bytes, ring.stream);
-    if (r == CUDA_SUCCESS)
-        r = tm_real.cuEventRecord(sl->filled, ring.stream);
+    if (r == CUDA_SUCCESS && (r = tm_real.cuEventRecord(sl->filled, ring.stream)) != CUDA_SUCCESS)
+        tm_real.cuStreamSynchronize(ring.stream); /* the copy is queued: the slot is not reused under it */
     if (r != CUDA_SUCCESS) {
         stop_streaming("a copy into the ring", r);
         return;
