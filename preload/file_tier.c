@@ -489,9 +489,9 @@ static tm_alloc *tracked_at(CUdeviceptr address)
 
 CUresult tm_file_tier_prepare_launch(CUfunction f, void **params, void **extra, uint64_t *epoch_out)
 {
-    uint64_t values[TM_LAUNCH_PARAMS_MAX];
-    size_t n = tm_launch_param_values(f, params, extra, values, TM_LAUNCH_PARAMS_MAX);
-    need needs[TM_LAUNCH_PARAMS_MAX];
+    uint64_t values[TM_LAUNCH_MAX_POINTERS];
+    size_t n = tm_launch_pointers(f, params, extra, values);
+    need needs[TM_LAUNCH_MAX_POINTERS];
     size_t count = 0;
     tm_migrate_lock();
     *epoch_out = __atomic_load_n(&epoch, __ATOMIC_ACQUIRE);

@@ -258,17 +258,15 @@ static size_t gather_values(param_layout *l, void **params, void **extra, uint64
     return n;
 }
 
-size_t tm_launch_param_values(CUfunction f, void **params, void **extra, uint64_t *values, size_t max)
+size_t tm_launch_pointers(CUfunction f, void **params, void **extra, uint64_t *values)
 {
+    _Static_assert(TM_LAUNCH_MAX_POINTERS >= MAX_PARAMS, "room for every parameter");
     if (!params && !extra)
         return 0;
-    param_layout scratch;
     bool learning = false;
-    uint64_t all[MAX_PARAMS];
-    size_t n = gather_values(layout_of(f, &scratch, &learning), params, extra, all, &learning);
-    n = n < max ? n : max;
-    memcpy(values, all, n * sizeof *values);
-    return n;
+    param_layout scratch;
+    param_layout *l = layout_of(f, &scratch, &learning);
+    return gather_values(l, params, extra, values, &learning);
 }
 
 /* ---------------------------------------------------------------- crediting */

@@ -28,10 +28,10 @@ void tm_heat_launch_enable(void);
 /* Reads the parameters of one launch of `threads` threads in all and credits heat. */
 void tm_heat_sample_launch(CUfunction f, uint64_t threads, void **params, void **extra);
 
-/* The pointer-sized parameter values of a launch (the layout cache above), at most `max`:
- * what the file tier reads to find the chunks a launch needs. */
-#define TM_LAUNCH_PARAMS_MAX 64
-size_t tm_launch_param_values(CUfunction f, void **params, void **extra, uint64_t *values, size_t max);
+/* The pointer-sized parameter values of a launch, from the cached layout of f (as a
+ * sample reads them), into values[TM_LAUNCH_MAX_POINTERS]; returns how many. */
+#define TM_LAUNCH_MAX_POINTERS 64
+size_t tm_launch_pointers(CUfunction f, void **params, void **extra, uint64_t *values);
 
 /* The fast path every launch hook takes. */
 static inline void tm_heat_on_launch(CUfunction f, uint64_t threads, void **params, void **extra)
