@@ -46,15 +46,19 @@ CUresult CUDAAPI cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
     if (result != CUDA_SUCCESS || !tm_tiering_on())
         return result;
     CUcontext ctx;
-    tm_device *device = tm_device_ready();
-    if (!device) /* set up now if a context is current, so both queries agree from the start */
+    tm_device *device = tm_device_of(dev);
+    if (!device) { /* set up now if a context of it is current, so both queries agree from the start */
         device = tm_device_current(&ctx);
-    if (device && device->ordinal == dev) {
+        if (device && device->ordinal != dev)
+            device = NULL;
+    }
+    tm_opt_size limit = tm_config_hbm_limit(tm_settings(), (int)dev);
+    if (device) {
         uint64_t free, total;
         memory_view(device, *bytes, *bytes, &free, &total);
         *bytes = (size_t)total;
-    } else if (!device && tm_settings()->hbm_limit.set && tm_settings()->hbm_limit.bytes < *bytes) {
-        *bytes = (size_t)tm_settings()->hbm_limit.bytes; /* no context yet: the limit alone */
+    } else if (limit.set && limit.bytes < *bytes) {
+        *bytes = (size_t)limit.bytes; /* not set up yet: the limit alone */
     }
     return result;
 }
@@ -95,8 +99,7 @@ static bool chunked_attribute(const tm_alloc_view *view, CUdeviceptr ptr, CUpoin
     case CU_POINTER_ATTRIBUTE_BUFFER_ID:
     case CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID: *(unsigned long long *)data = view->id; return true;
     case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: {
-        const tm_device *device = tm_device_ready();
-        *(int *)data = device ? (int)device->ordinal : 0;
+        *(int *)data = (int)view->device;
         return true;
     }
     case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR: *(CUdeviceptr *)data = view->base; return true;

@@ -3,6 +3,7 @@
 #
 #   $(O)/tests/preload/probe          an ordinary CUDA program (links libcuda.so.1)
 #   $(O)/tests/preload/doors          reaches the driver through every door
+#   $(O)/tests/preload/devices        two devices: a stray context, per-device limits, peer access
 #   $(O)/tests/preload/serving        what serving stacks do: pools of their own, stream-ordered
 #                                     frees, graphs
 #   $(O)/tests/preload/migrate_stress chunks migrate while 8 streams check their data
@@ -43,6 +44,11 @@ $(PRELOAD_TEST_DIR)/migrate_stress: $(O)/obj/tests/preload/migrate_stress.o $(O)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) $(filter %.o,$^) -o $@ $(PRELOAD_TEST_LINK)
 
+$(PRELOAD_TEST_DIR)/devices: $(O)/obj/tests/preload/devices.o $(O)/obj/tests/preload/probe_util.o \
+    $(O)/lib/simcuda/libcuda.so.1 | $(PRELOAD_TEST_KERNELS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) $(filter %.o,$^) -o $@ $(PRELOAD_TEST_LINK)
+
 $(PRELOAD_TEST_DIR)/serving: $(O)/obj/tests/preload/serving.o $(O)/obj/tests/preload/probe_util.o \
     $(O)/lib/simcuda/libcuda.so.1 | $(PRELOAD_TEST_KERNELS)
 	@mkdir -p $(@D)
@@ -67,7 +73,7 @@ TEST_SCRIPTS += $(sort $(wildcard tests/preload/test_*.sh))
 
 # The shell tests need these built by `make test`.
 test-progs: $(PRELOAD_TEST_DIR)/probe $(PRELOAD_TEST_DIR)/doors $(PRELOAD_TEST_DIR)/heat_probe \
-            $(PRELOAD_TEST_DIR)/serving $(PRELOAD_TEST_DIR)/filecopy $(PRELOAD_TEST_DIR)/migrate_stress \
+            $(PRELOAD_TEST_DIR)/serving $(PRELOAD_TEST_DIR)/devices $(PRELOAD_TEST_DIR)/filecopy $(PRELOAD_TEST_DIR)/migrate_stress \
             $(PRELOAD_TEST_KERNELS) \
             $(O)/lib/libtiermem.so $(O)/bin/tiermem-stat
 
