@@ -395,46 +395,6 @@ void tm_release_context(CUcontext ctx, bool context_alive)
     free(taken);
 }
 
-/* Bases released at exit, sorted, for frees the program still makes afterwards. */
-static CUdeviceptr *released_bases;
-static size_t released_count;
-
-static int compare_bases(const void *a, const void *b)
-{
-    CUdeviceptr x = *(const CUdeviceptr *)a, y = *(const CUdeviceptr *)b;
-    return (x > y) - (x < y);
-}
-
-void tm_release_all_at_exit(void)
-{
-    size_t count;
-    tm_range **taken = tm_registry_take(every, NULL, &count);
-    CUdeviceptr *bases = count ? malloc(count * sizeof *bases) : NULL;
-    for (size_t i = 0; i < count; i++) {
-        tm_alloc *a = (tm_alloc *)taken[i];
-        if (bases)
-            bases[i] = a->range.base;
-        if (a->backing) {
-            tm_free_chunked(a, TM_WAIT_CONTEXT, NULL);
-            continue;
-        }
-        free_driver_memory(a);
-        tm_forget(a);
-    }
-    free(taken);
-    if (bases) {
-        qsort(bases, count, sizeof *bases, compare_bases);
-        released_count = count;
-        __atomic_store_n(&released_bases, bases, __ATOMIC_RELEASE);
-    }
-}
-
-bool tm_released_at_exit(CUdeviceptr dptr)
-{
-    CUdeviceptr *bases = __atomic_load_n(&released_bases, __ATOMIC_ACQUIRE);
-    return bases && bsearch(&dptr, bases, released_count, sizeof *bases, compare_bases);
-}
-
 /* The records are the parent's; the memory they describe is not the child's to touch. */
 void tm_forget_all_in_child(void)
 {

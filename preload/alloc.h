@@ -93,9 +93,6 @@ void tm_free_chunked(tm_alloc *alloc, tm_wait wait, CUstream stream);
  * read-mostly; true (with its range) only for the call that marked it. */
 bool tm_claim_read_mostly(CUdeviceptr address, CUdeviceptr *base, uint64_t *size);
 
-/* Was `dptr` released by the exit handler? (A program may free it afterwards.) */
-bool tm_released_at_exit(CUdeviceptr dptr);
-
 /* What the info hooks report about an address inside a tracked allocation. */
 typedef struct tm_alloc_view {
     CUdeviceptr base;
@@ -110,9 +107,8 @@ typedef struct tm_alloc_view {
 bool tm_lookup(CUdeviceptr address, tm_alloc_view *view);
 
 /* Teardown: everything a context allocated (before it is destroyed, or after, with
- * `context_alive` false), and everything at exit. */
+ * `context_alive` false). Nothing is released at exit: that is the driver's. */
 void tm_release_context(CUcontext ctx, bool context_alive);
-void tm_release_all_at_exit(void);
 
 /* Gives device `accessor` read-write access to every chunked allocation of `owner` (peer
  * access the program enabled). */

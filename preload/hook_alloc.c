@@ -46,7 +46,7 @@ static CUresult release(CUdeviceptr dptr, tm_wait wait, CUstream stream, bool *h
     tm_stream_free_drain();
     tm_alloc *a = tm_untrack(dptr);
     if (!a) {
-        *handled = tm_released_at_exit(dptr);
+        *handled = false;
         return CUDA_SUCCESS;
     }
     if ((a->backing || a->baseline) && wait != TM_WAIT_CONTEXT) {

@@ -77,6 +77,21 @@ test-progs: $(PRELOAD_TEST_DIR)/probe $(PRELOAD_TEST_DIR)/doors $(PRELOAD_TEST_D
             $(PRELOAD_TEST_KERNELS) \
             $(O)/lib/libtiermem.so $(O)/bin/tiermem-stat
 
+# `make test-aarch64`: the aarch64 (GH200) cross-build of libtiermem.so and the preload
+# tests under qemu-user (tests/preload/test_preload_aarch64.sh, also part of `make test`,
+# where it skips without the toolchain); `make deps-aarch64` installs the toolchain, kept
+# out of DEB_PACKAGES for its size.
+AARCH64_DEB_PACKAGES := gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user libnuma-dev:arm64 \
+                        libjansson-dev:arm64 systemtap-sdt-dev:arm64
+.PHONY: test-aarch64 deps-aarch64
+test-aarch64: all test-progs
+	@O=$(O) AARCH64_TESTS=all tests/run.sh tests/preload/test_preload_aarch64.sh
+deps-aarch64:
+	@if [ "$$(id -u)" != 0 ]; then echo "as root: dpkg --add-architecture arm64; apt-get update;" \
+	  "apt-get install -y $(AARCH64_DEB_PACKAGES)"; exit 1; fi; \
+	dpkg --add-architecture arm64 && DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(AARCH64_DEB_PACKAGES)
+
 # `make stress`: the migration integrity test at full length (10^6 chunk migrations).
 .PHONY: stress
 stress: all $(PRELOAD_TEST_DIR)/migrate_stress $(PRELOAD_TEST_KERNELS) $(O)/bin/tiermem-stat

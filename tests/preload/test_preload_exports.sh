@@ -7,15 +7,18 @@ source "$(dirname "$0")/preload_lib.sh"
 
 hooks=$(grep -oE '^HOOK\(cu[A-Za-z0-9_]+' "$TM_ROOT/preload/hooks.def" | sed 's/HOOK(//' | sort)
 exported=$(nm -D --defined-only "$LIBTIERMEM" | awk '$2 != "A" { print $3 }' | sed 's/@.*//' | sort)
+# glibc's first symbol version: GLIBC_2.2.5 on x86-64, GLIBC_2.17 on aarch64
+base=GLIBC_2.2.5
+readelf -h "$LIBTIERMEM" | grep -q 'AArch64' && base=GLIBC_2.17
 file_calls="open open64 openat openat64 close read pread pread64 readv preadv preadv64 mmap mmap64 munmap"
 check_eq "the exported functions are the hooks, dlsym, dlvsym, the file calls and tiermem_migrate" "$exported" \
   "$(printf '%s\n' "$hooks" dlsym dlsym dlvsym dlvsym $file_calls tiermem_migrate | sort)"
 for f in $file_calls; do
-  check "$f is exported as $f@@GLIBC_2.2.5" grep -q " $f@@GLIBC_2.2.5\$" <<<"$(nm -D --defined-only "$LIBTIERMEM")"
+  check "$f is exported as $f@@$base" grep -q " $f@@$base\$" <<<"$(nm -D --defined-only "$LIBTIERMEM")"
 done
 for f in dlsym dlvsym; do
   check "$f is exported as $f@@GLIBC_2.34" grep -q " $f@@GLIBC_2.34\$" <<<"$(nm -D --defined-only "$LIBTIERMEM")"
-  check "$f is exported as $f@GLIBC_2.2.5" grep -q " $f@GLIBC_2.2.5\$" <<<"$(nm -D --defined-only "$LIBTIERMEM")"
+  check "$f is exported as $f@$base" grep -q " $f@$base\$" <<<"$(nm -D --defined-only "$LIBTIERMEM")"
 done
 driver=$(nm -D --defined-only "$B/lib/simcuda/libcuda.so.1" | awk '{ print $3 }')
 missing=$(comm -23 <(echo "$hooks") <(echo "$driver" | sort))
