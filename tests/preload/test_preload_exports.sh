@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # libtiermem.so exports exactly the hooked driver symbols of preload/hooks.def, dlsym and
-# dlvsym in glibc's two versions each, the file calls of hook_file.c at glibc's base version and
-# tiermem_migrate; every hook names a symbol the driver has.
+# dlvsym in glibc's two versions each, the file calls of hook_file.c at glibc's base version,
+# tiermem_migrate and tiermem_note_file_read; every hook names a symbol the driver has.
 source "$(dirname "$0")/../lib/tap.sh"
 source "$(dirname "$0")/preload_lib.sh"
 
@@ -11,8 +11,8 @@ exported=$(nm -D --defined-only "$LIBTIERMEM" | awk '$2 != "A" { print $3 }' | s
 base=GLIBC_2.2.5
 readelf -h "$LIBTIERMEM" | grep -q 'AArch64' && base=GLIBC_2.17
 file_calls="open open64 openat openat64 close read pread pread64 readv preadv preadv64 mmap mmap64 munmap"
-check_eq "the exported functions are the hooks, dlsym, dlvsym, the file calls and tiermem_migrate" "$exported" \
-  "$(printf '%s\n' "$hooks" dlsym dlsym dlvsym dlvsym $file_calls tiermem_migrate | sort)"
+check_eq "the exported functions are the hooks, dlsym, dlvsym, the file calls, tiermem_migrate and tiermem_note_file_read" \
+  "$exported" "$(printf '%s\n' "$hooks" dlsym dlsym dlvsym dlvsym $file_calls tiermem_migrate tiermem_note_file_read | sort)"
 for f in $file_calls; do
   check "$f is exported as $f@@$base" grep -q " $f@@$base\$" <<<"$(nm -D --defined-only "$LIBTIERMEM")"
 done
