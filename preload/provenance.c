@@ -87,7 +87,8 @@ static void label_allocation(const tm_range *record, void *arg)
             continue;
         if (__atomic_exchange_n(&labels[i], t, __ATOMIC_RELAXED) != t)
             changed = true;
-        tm_tier_id tier = rule_tier(job->device, a, t);
+        tm_device *device = a->device ? a->device : job->device; /* the allocation's own */
+        tm_tier_id tier = rule_tier(device, a, t);
         if (tier == TM_TIER_COUNT || tier == tm_backing_chunk_tier(a->backing, i))
             continue;
         /* the copy writes every live byte of the chunk: what it held is dead */
@@ -102,7 +103,7 @@ static void label_allocation(const tm_range *record, void *arg)
             synchronised = tm_real.cuCtxSynchronize() == CUDA_SUCCESS;
             whole = synchronised;
         }
-        if (!tm_alloc_move_chunks(job->device, a, i, 1, tier, whole ? TM_MOVE_BYTES_DEAD : TM_MOVE_BYTES_KEEP))
+        if (!tm_alloc_move_chunks(device, a, i, 1, tier, whole ? TM_MOVE_BYTES_DEAD : TM_MOVE_BYTES_KEEP))
             tm_log_once(TM_LOG_INFO, "tensor %s: a name rule sends it to %s, but a chunk holding live bytes "
                         "cannot move yet; it stays where it is", t->name, tm_tier_name(tier));
     }

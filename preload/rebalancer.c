@@ -33,6 +33,7 @@ typedef struct snap_alloc {
 } snap_alloc;
 
 typedef struct snapshot {
+    const tm_device *device;   /* the device whose allocations are rebalanced */
     snap_alloc *alloc;
     size_t count, capacity;
     uint64_t tick;
@@ -45,7 +46,7 @@ static void take_alloc(const tm_range *range, void *arg)
     const tm_alloc *a = (const tm_alloc *)range;
     snapshot *s = arg;
     const tm_backing *b = a->backing;
-    if (!b || b->pinned_host || s->out_of_memory)
+    if (!b || b->pinned_host || s->out_of_memory || a->device != s->device)
         return;
     if (s->count == s->capacity) {
         size_t capacity = s->capacity ? 2 * s->capacity : 16;
@@ -107,7 +108,7 @@ static void carry_out(const snapshot *s, const tm_rebalance_move *moves, int cou
 
 static void rebalance_once(tm_device *d)
 {
-    snapshot s = { .tick = tm_heat_now_tick(), .pass = __atomic_load_n(&tm_migrate_pass, __ATOMIC_RELAXED) };
+    snapshot s = { .device = d, .tick = tm_heat_now_tick(), .pass = __atomic_load_n(&tm_migrate_pass, __ATOMIC_RELAXED) };
     tm_migrate_lock(); /* tiers and pass numbers do not change while they are read */
     tm_registry_each(take_alloc, &s);
     tm_migrate_unlock();

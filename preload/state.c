@@ -119,8 +119,10 @@ static void log_exit_summary(void)
             (unsigned long long)tm_stats->oom_total, (unsigned long long)tm_stats->passthrough_total);
 }
 
-/* Releases what the program left allocated, while the driver still works (it was loaded
- * before this handler was registered, so its own exit handlers run after this one). */
+/* Stops moving memory and closes the stats region. What the program left allocated stays:
+ * exit handlers registered before this one (C++ static destructors of objects made before
+ * the first allocation) run after it and may still read or free it; the driver takes it
+ * all back when the process ends. */
 static void at_exit(void)
 {
     if (exit_pid != getpid())
@@ -128,7 +130,6 @@ static void at_exit(void)
     tm_rebalancer_stop();
     tm_stream_free_finish(NULL, true);
     tm_stream_ring_stop();
-    tm_release_all_at_exit();
     tm_ledger_leave();
     tm_migrate_shutdown();
     log_exit_summary();

@@ -37,10 +37,12 @@
 #include <stdint.h>
 
 #define TM_STATS_MAGIC       0x314d454d52454954ull /* "TIERMEM1" as little-endian bytes */
-#define TM_STATS_VERSION     3                     /* 2: the heat section; 3: tensor names */
+#define TM_STATS_VERSION     4                     /* 2: the heat section; 3: tensor names;
+                                                    * 4: devices */
 #define TM_STATS_TIERS       3                     /* hbm, cxl, ddr, in this order */
 #define TM_STATS_RECORDS     16384
 #define TM_STATS_HEAT_CHUNKS 262144                /* 512 GiB of 2 MiB chunks */
+#define TM_STATS_DEVICES     16                    /* devices described, in set-up order */
 
 enum tm_stats_state {
     TM_STATS_RUNNING = 1,
@@ -73,6 +75,18 @@ typedef struct tm_stats_tier {
     uint64_t chunks;          /* chunks placed now */
     uint64_t reserved[2];
 } tm_stats_tier;              /* 64 bytes */
+
+/* A device whose HBM is tiered (version 4). The header's tiers count the whole process:
+ * HBM there is the sum over devices. */
+typedef struct tm_stats_device {
+    int32_t ordinal;          /* the device */
+    int32_t host_node;        /* its DDR tier's NUMA node */
+    uint64_t hbm_limit;       /* bytes of its HBM this process may use */
+    uint64_t hbm_used;        /* placed now (chunks and small allocations) */
+    uint64_t hbm_peak;        /* highest hbm_used */
+    uint64_t hbm_chunks;      /* chunks placed now */
+    uint64_t reserved[3];
+} tm_stats_device;            /* 64 bytes */
 
 typedef struct tm_stats_header {
     uint64_t magic;           /* TM_STATS_MAGIC */
@@ -138,6 +152,10 @@ typedef struct tm_stats_header {
     uint64_t heat_collector_ns;   /* CLOCK_MONOTONIC of its last write: while under 5 s old,
                                    * the process leaves heat to it */
     uint64_t heat_reserved[4];
+    /* devices (version 4) */
+    uint32_t device_count;        /* entries of devices[] in use */
+    uint32_t device_reserved;
+    tm_stats_device devices[TM_STATS_DEVICES];
 } tm_stats_header;
 
 typedef struct tm_stats_call {

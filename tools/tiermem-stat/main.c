@@ -118,6 +118,15 @@ static void print_table(const tm_stats_snapshot *s, const char *path, const size
                tm_format_size(tier->used, b, sizeof b), tm_format_size(tier->peak, c, sizeof c),
                (unsigned long long)tier->chunks);
     }
+    /* with several devices, the hbm row is their sum: each one's own follows */
+    for (uint32_t i = 0; h->device_count > 1 && i < h->device_count && i < TM_STATS_DEVICES; i++) {
+        const tm_stats_device *dev = &h->devices[i];
+        char where[16];
+        snprintf(where, sizeof where, "gpu%d", dev->ordinal);
+        printf("%-5s %-6s %12s %12s %12s %8llu\n", "hbm", where, tm_format_size(dev->hbm_limit, a, sizeof a),
+               tm_format_size(dev->hbm_used, b, sizeof b), tm_format_size(dev->hbm_peak, c, sizeof c),
+               (unsigned long long)dev->hbm_chunks);
+    }
     printf("\nsmall allocations %llu (%s, in hbm); chunked %llu (%s); managed %llu (%s)\n",
            (unsigned long long)h->small_count, tm_format_size(h->small_bytes, a, sizeof a),
            (unsigned long long)h->tiered_count, tm_format_size(h->tiered_bytes, b, sizeof b),
@@ -196,6 +205,15 @@ static void print_json(const tm_stats_snapshot *s, const char *path, const size_
                tier->name, tier->present ? "true" : "false", tier->numa_node, (unsigned long long)tier->limit,
                (unsigned long long)tier->used, (unsigned long long)tier->peak, (unsigned long long)tier->chunks,
                t + 1 < TM_STATS_TIERS ? "," : "");
+    }
+    printf("],\n\"devices\":[");
+    for (uint32_t d = 0; d < h->device_count && d < TM_STATS_DEVICES; d++) {
+        const tm_stats_device *dev = &h->devices[d];
+        printf("%s{\"ordinal\":%d,\"host_node\":%d,\"hbm_limit\":%llu,\"hbm_used\":%llu,\"hbm_peak\":%llu,"
+               "\"hbm_chunks\":%llu}",
+               d ? ",\n" : "\n", dev->ordinal, dev->host_node, (unsigned long long)dev->hbm_limit,
+               (unsigned long long)dev->hbm_used, (unsigned long long)dev->hbm_peak,
+               (unsigned long long)dev->hbm_chunks);
     }
     printf("],\n\"small_count\":%llu,\"small_bytes\":%llu,\"tiered_count\":%llu,\"tiered_bytes\":%llu,"
            "\"managed_count\":%llu,\"managed_bytes\":%llu,\"alloc_total\":%llu,\"free_total\":%llu,"
