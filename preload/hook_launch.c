@@ -1,11 +1,13 @@
 /* hook_launch.c — kernel launches pass straight through, counted. Chunked memory needs
  * nothing here: its addresses are device addresses like any other. The first launch ends
  * the managed baseline's loading phase (managed.h); the `launch` heat source reads the
- * parameters of sampled launches (heat_launch.h) before they go. */
+ * parameters of sampled launches (heat_launch.h) before they go; every so many launches
+ * the heat policy runs a pass first (rebalancer.h). */
 #include "preload/heat_launch.h"
 #include "preload/hook.h"
 #include "preload/submit_gate.h"
 #include "preload/managed.h"
+#include "preload/rebalancer.h"
 
 CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
                                 unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
@@ -13,6 +15,7 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned in
 {
     TM_HOOK_ENTER(cuLaunchKernel);
     tm_managed_note_launch();
+    tm_rebalancer_on_launch(hStream, false);
     tm_heat_on_launch(f, tm_launch_threads(gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ),
                       kernelParams, extra);
     return TM_GATED(tm_real.cuLaunchKernel(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes,
@@ -25,6 +28,7 @@ CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsign
 {
     TM_HOOK_ENTER(cuLaunchKernel_ptsz);
     tm_managed_note_launch();
+    tm_rebalancer_on_launch(hStream, true);
     tm_heat_on_launch(f, tm_launch_threads(gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ),
                       kernelParams, extra);
     return TM_GATED(tm_real.cuLaunchKernel_ptsz(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
@@ -36,6 +40,8 @@ CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, vo
     TM_HOOK_ENTER(cuLaunchKernelEx);
     tm_managed_note_launch();
     if (config)
+        tm_rebalancer_on_launch(config->hStream, false);
+    if (config)
         tm_heat_on_launch(f, tm_launch_threads(config->gridDimX, config->gridDimY, config->gridDimZ,
                                                config->blockDimX, config->blockDimY, config->blockDimZ),
                           kernelParams, extra);
@@ -46,6 +52,8 @@ CUresult CUDAAPI cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction 
 {
     TM_HOOK_ENTER(cuLaunchKernelEx_ptsz);
     tm_managed_note_launch();
+    if (config)
+        tm_rebalancer_on_launch(config->hStream, true);
     if (config)
         tm_heat_on_launch(f, tm_launch_threads(config->gridDimX, config->gridDimY, config->gridDimZ,
                                                config->blockDimX, config->blockDimY, config->blockDimZ),
