@@ -64,6 +64,7 @@ typedef struct tm_config {
     char driver[TM_CONFIG_PATH_MAX];     /* TIERMEM_DRIVER */
     tm_heat_source heat;         /* TIERMEM_HEAT */
     uint64_t heat_halflife_ns;   /* TIERMEM_HEAT_HALFLIFE */
+    char profile_path[TM_CONFIG_PATH_MAX]; /* TIERMEM_PROFILE: warm-start heat; empty: none */
 } tm_config;
 
 /* The defaults, as if no variable were set. */

@@ -15,6 +15,7 @@
 #include "preload/managed.h"
 #include "preload/migrate.h"
 #include "preload/stats.h"
+#include "preload/warm_start.h"
 
 /* Buffer ids of chunked allocations: above anything a driver hands out. */
 static uint64_t next_buffer_id = (uint64_t)1 << 62;
@@ -287,6 +288,7 @@ void tm_free_chunked(tm_alloc *a, tm_wait wait, CUstream stream)
         tm_forget(a);
         return;
     }
+    tm_warm_start_note(a);
     tm_migrate_lock(); /* none of its chunks is mid-migration */
     charge_plan(&a->backing->plan, -1);
     tm_backing_destroy(a->backing);

@@ -10,6 +10,7 @@
 #include "preload/heat.h"
 #include "preload/log.h"
 #include "preload/rebalancer.h"
+#include "preload/warm_start.h"
 #include "preload/settings_check.h"
 #include "preload/state.h"
 #include "preload/stats.h"
@@ -114,6 +115,7 @@ static bool set_up(CUdevice ordinal)
     tm_stats_open(config, &setup);
     log_start_up(&found, config);
     tm_state_register_exit();
+    tm_warm_start_load(config);
     tm_rebalancer_start(&device, config->migrate_rate);
     return true;
 }

@@ -13,6 +13,7 @@
 #include "preload/migrate.h"
 #include "preload/stats.h"
 #include "preload/stream_free.h"
+#include "preload/warm_start.h"
 
 static pthread_t thread;
 static bool running;
@@ -24,6 +25,7 @@ static uint64_t migrate_rate;   /* bytes/s */
 static pthread_mutex_t pass_lock = PTHREAD_MUTEX_INITIALIZER; /* one pass at a time */
 static uint64_t last_pass_ns;   /* CLOCK_MONOTONIC of the last pass (or of the start) */
 bool tm_rebalance_on_launches;
+bool tm_rebalance_soon;
 __thread uint32_t tm_rebalance_countdown = TM_REBALANCE_LAUNCHES;
 
 static uint64_t now_ns(void)
@@ -52,15 +54,6 @@ typedef struct snapshot {
     uint32_t pass;
     bool out_of_memory;
 } snapshot;
-
-/* Decayed bytes accessed per byte of the chunk. Not the 0..1 score of policy/heat.h: that
- * one saturates once a chunk is read whole in an interval, and a weight read every step
- * must rank above a buffer written once a step. */
-static double chunk_heat(const tm_heat_chunk *c, uint64_t tick, uint64_t extent, unsigned shift, uint64_t index)
-{
-    double bytes = tm_heat_reads(c, tick) + tm_heat_writes(c, tick);
-    return bytes / (double)tm_heat_chunk_bytes(extent, (uint64_t)1 << shift, index);
-}
 
 static void take_alloc(const tm_range *range, void *arg)
 {
@@ -95,8 +88,7 @@ static void take_alloc(const tm_range *range, void *arg)
         sa->tier[i] = b->tier ? b->tier[i] : (uint8_t)tm_plan_chunk_tier(&b->plan, i);
         sa->idle[i] = b->moved && b->moved[i] ? s->pass - b->moved[i] : TM_REBALANCE_NEVER;
         uint64_t h = a->heat ? (i * b->plan.chunk_size) >> a->heat_chunk_shift : 0;
-        sa->heat[i] = a->heat && h < a->heat_chunks ? chunk_heat(&a->heat[h], s->tick, b->bytes, a->heat_chunk_shift, h)
-                                                    : 0.0;
+        sa->heat[i] = h < a->heat_chunks ? tm_heat_alloc_density(a, (uint32_t)h, s->tick) : 0.0;
     }
     s->count++;
 }
@@ -132,6 +124,7 @@ static void carry_out(const snapshot *s, const tm_rebalance_move *moves, int cou
 
 static void rebalance_once(tm_device *d, uint64_t budget)
 {
+    tm_warm_start_apply();
     snapshot s = { .tick = tm_heat_now_tick(), .pass = __atomic_load_n(&tm_migrate_pass, __ATOMIC_RELAXED) };
     tm_migrate_lock(); /* tiers and pass numbers do not change while they are read */
     tm_registry_each(take_alloc, &s);
@@ -193,8 +186,11 @@ void tm_rebalancer_launches_done(CUstream stream, bool ptsz)
 {
     tm_rebalance_countdown = TM_REBALANCE_LAUNCHES;
     /* a capture must not see the pass's synchronisation; the next turn will come */
-    if (!tm_stream_capturing(stream, ptsz))
-        pass_if_earned(false);
+    if (tm_stream_capturing(stream, ptsz))
+        return;
+    /* the pass a profile waits for runs before the first launch goes, whoever runs it */
+    bool soon = __atomic_exchange_n(&tm_rebalance_soon, false, __ATOMIC_RELAXED);
+    pass_if_earned(soon);
 }
 
 static void *rebalance_loop(void *arg)
@@ -242,6 +238,7 @@ void tm_rebalancer_start(tm_device *device, uint64_t rate)
         return;
     }
     running = true;
+    __atomic_store_n(&tm_rebalance_soon, tm_warm_start_pending(), __ATOMIC_RELAXED);
     __atomic_store_n(&tm_rebalance_on_launches, true, __ATOMIC_RELEASE);
     __atomic_store_n(&tm_stats->migrate_rate, rate, __ATOMIC_RELAXED);
 }

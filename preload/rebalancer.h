@@ -20,8 +20,10 @@
 #define TM_REBALANCE_COOLDOWN 4     /* passes a moved chunk stays put */
 #define TM_REBALANCE_LAUNCHES 256   /* launches of a thread between two passes it runs */
 
-/* The launch trigger: on while the rebalancer runs; a countdown per thread. */
+/* The launch trigger: on while the rebalancer runs; a countdown per thread; `soon`: the
+ * next launch of any thread runs a pass (a warm-start profile waits to be applied). */
 extern bool tm_rebalance_on_launches;
+extern bool tm_rebalance_soon;
 extern __thread uint32_t tm_rebalance_countdown;
 
 /* A thread's countdown ran out: a pass, unless `stream` is capturing a graph. */
@@ -32,7 +34,7 @@ static inline void tm_rebalancer_on_launch(CUstream stream, bool ptsz)
 {
     if (!__atomic_load_n(&tm_rebalance_on_launches, __ATOMIC_RELAXED))
         return;
-    if (--tm_rebalance_countdown == 0)
+    if (--tm_rebalance_countdown == 0 || __atomic_load_n(&tm_rebalance_soon, __ATOMIC_RELAXED))
         tm_rebalancer_launches_done(stream, ptsz);
 }
 

@@ -13,6 +13,7 @@
 #include "preload/migrate.h"
 #include "preload/model_files.h"
 #include "preload/rebalancer.h"
+#include "preload/warm_start.h"
 #include "preload/registry.h"
 #include "preload/stats.h"
 #include "preload/stream_free.h"
@@ -122,6 +123,7 @@ static void at_exit(void)
     tm_rebalancer_stop();
     tm_stream_free_finish(NULL, true);
     tm_release_all_at_exit();
+    tm_warm_start_save(); /* every chunked allocation was noted as it was released */
     tm_migrate_shutdown();
     log_exit_summary();
     tm_stats_close();
