@@ -19,14 +19,20 @@ static int order_address(const candidate *a, const candidate *b)
     return (a->index > b->index) - (a->index < b->index);
 }
 
+/* The heat a chunk ranks by: a difference within TM_REBALANCE_MARGIN is one the pass
+ * never acts on between two chunks, so within it model-file data ranks hotter. */
+static double rank_heat(const candidate *c)
+{
+    return c->loaded ? c->heat * TM_REBALANCE_MARGIN : c->heat;
+}
+
 /* Hottest first; equal heat in address order. */
 static int hottest_first(const void *x, const void *y)
 {
     const candidate *a = x, *b = y;
-    if (a->heat != b->heat)
-        return a->heat > b->heat ? -1 : 1;
-    if (a->loaded != b->loaded)
-        return a->loaded ? -1 : 1;
+    double ha = rank_heat(a), hb = rank_heat(b);
+    if (ha != hb)
+        return ha > hb ? -1 : 1;
     return order_address(a, b);
 }
 
@@ -34,10 +40,9 @@ static int hottest_first(const void *x, const void *y)
 static int coldest_first(const void *x, const void *y)
 {
     const candidate *a = x, *b = y;
-    if (a->heat != b->heat)
-        return a->heat < b->heat ? -1 : 1;
-    if (a->loaded != b->loaded)
-        return a->loaded ? 1 : -1;
+    double ha = rank_heat(a), hb = rank_heat(b);
+    if (ha != hb)
+        return ha < hb ? -1 : 1;
     return order_address(a, b);
 }
 

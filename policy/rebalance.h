@@ -12,10 +12,11 @@
  * - demoted chunks go to the first lower tier with room (CXL before DDR); with none,
  *   no swap happens. Carry out the demotions (moves to a lower tier) before the
  *   promotions: they make the HBM room the promotions take.
- * Of chunks of equal heat, those holding model-file data (`loaded`) rank hotter: a launch
- * credits every buffer it is handed alike, and of a weight matrix and the output buffer
- * one launch reads and writes, the weights are what every step reads whole. Then chunks
- * keep address order, so an allocation that is uniformly hot or cold moves whole; moves come out merged into runs of adjacent chunks of one allocation
+ * Chunks holding model-file data (`loaded`) rank as if TM_REBALANCE_MARGIN times hotter:
+ * a launch credits every buffer it is handed alike, and of a weight matrix and the output
+ * buffer one launch reads and writes, the weights are what every step reads whole; a
+ * difference within the margin is one no swap acts on anyway. Chunks of equal rank keep
+ * address order, so an allocation that is uniformly hot or cold moves whole; moves come out merged into runs of adjacent chunks of one allocation
  * going to one tier, each marked `whole` when it covers its allocation. */
 #ifndef TM_POLICY_REBALANCE_H
 #define TM_POLICY_REBALANCE_H

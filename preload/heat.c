@@ -123,15 +123,3 @@ double tm_heat_alloc_density(const tm_alloc *a, uint32_t h, uint64_t tick)
     uint64_t extent = a->backing ? a->backing->bytes : a->range.size;
     return bytes / (double)tm_heat_chunk_bytes(extent, (uint64_t)1 << a->heat_chunk_shift, h);
 }
-
-void tm_heat_alloc_seed(tm_alloc *a, uint32_t h, double density, uint64_t tick)
-{
-    if (!a->heat || h >= a->heat_chunks || !(density > 0))
-        return;
-    uint64_t extent = a->backing ? a->backing->bytes : a->range.size;
-    uint64_t bytes = tm_heat_chunk_bytes(extent, (uint64_t)1 << a->heat_chunk_shift, h);
-    while (__atomic_exchange_n(&a->heat_lock, 1, __ATOMIC_ACQUIRE))
-        ;
-    tm_heat_touch(&a->heat[h], tick, bytes, density * (double)bytes, false);
-    __atomic_store_n(&a->heat_lock, 0, __ATOMIC_RELEASE);
-}

@@ -40,8 +40,4 @@ void tm_heat_alloc_credit(tm_alloc *alloc, uint64_t offset, uint64_t length, dou
  * and a weight read every step must rank above a buffer written once a step. */
 double tm_heat_alloc_density(const tm_alloc *alloc, uint32_t h, uint64_t tick);
 
-/* Credits heat chunk `h` with `density` bytes per byte, as if read in interval `tick`
- * (a warm start's heat from a profile). */
-void tm_heat_alloc_seed(tm_alloc *alloc, uint32_t h, double density, uint64_t tick);
-
 #endif /* TM_PRELOAD_HEAT_H */

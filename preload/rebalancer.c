@@ -84,11 +84,14 @@ static void take_alloc(const tm_range *range, void *arg)
         s->out_of_memory = true;
         return;
     }
+    const float *profiled = tm_warm_start_heat(a);
     for (uint64_t i = 0; i < n; i++) {
         sa->tier[i] = b->tier ? b->tier[i] : (uint8_t)tm_plan_chunk_tier(&b->plan, i);
         sa->idle[i] = b->moved && b->moved[i] ? s->pass - b->moved[i] : TM_REBALANCE_NEVER;
         uint64_t h = a->heat ? (i * b->plan.chunk_size) >> a->heat_chunk_shift : 0;
         sa->heat[i] = h < a->heat_chunks ? tm_heat_alloc_density(a, (uint32_t)h, s->tick) : 0.0;
+        if (profiled && h < a->heat_chunks && profiled[h] > sa->heat[i])
+            sa->heat[i] = profiled[h];
     }
     s->count++;
 }
@@ -124,7 +127,7 @@ static void carry_out(const snapshot *s, const tm_rebalance_move *moves, int cou
 
 static void rebalance_once(tm_device *d, uint64_t budget)
 {
-    tm_warm_start_apply();
+    tm_warm_start_check();
     snapshot s = { .tick = tm_heat_now_tick(), .pass = __atomic_load_n(&tm_migrate_pass, __ATOMIC_RELAXED) };
     tm_migrate_lock(); /* tiers and pass numbers do not change while they are read */
     tm_registry_each(take_alloc, &s);
@@ -171,6 +174,10 @@ static void pass_if_earned(bool wait)
         pthread_mutex_lock(&pass_lock);
     else if (pthread_mutex_trylock(&pass_lock) != 0)
         return;
+    if (!__atomic_load_n(&tm_rebalance_on_launches, __ATOMIC_RELAXED)) { /* stopped: memory is going away */
+        pthread_mutex_unlock(&pass_lock);
+        return;
+    }
     uint64_t now = now_ns();
     uint64_t budget = tm_rebalance_earned(migrate_rate, now - last_pass_ns, rebalanced->policy.chunk_size);
     if (budget && !all_in_hbm()) {

@@ -99,13 +99,11 @@ bool tm_warm_start_pending(void)
 
 /* ---------------------------------------------------------------- seeding */
 
-typedef struct apply_state {
-    uint64_t tick;
+typedef struct check_state {
     uint64_t next_below;      /* the highest order seen, plus one */
-    const tm_alloc *stale;    /* the first allocation the profile does not match */
+    bool stale;               /* an allocation the profile does not match */
     char why[200];
-    bool seed;                /* false: only check */
-} apply_state;
+} check_state;
 
 /* The first tensor copied into the allocation, or NULL. */
 static const char *tensor_name(const tm_alloc *a)
@@ -117,10 +115,10 @@ static const char *tensor_name(const tm_alloc *a)
     return NULL;
 }
 
-static void apply_one(const tm_range *range, void *arg)
+static void check_one(const tm_range *range, void *arg)
 {
     const tm_alloc *a = (const tm_alloc *)range;
-    apply_state *s = arg;
+    check_state *s = arg;
     if (!a->backing || !a->heat || a->id < FIRST_ORDER + applied_below || s->stale)
         return;
     uint64_t order = a->id - FIRST_ORDER;
@@ -132,39 +130,38 @@ static void apply_one(const tm_range *range, void *arg)
     if (((uint64_t)1 << a->heat_chunk_shift) != loaded.chunk_size) {
         snprintf(s->why, sizeof s->why, "chunks of %llu bytes here, %llu in the profile",
                  (unsigned long long)1 << a->heat_chunk_shift, (unsigned long long)loaded.chunk_size);
-        s->stale = a;
-        return;
+        s->stale = true;
+    } else if (!tm_profile_check(e, a->range.size, tensor_name(a), s->why, sizeof s->why)) {
+        s->stale = true;
+    } else if (e->chunks != a->heat_chunks) {
+        snprintf(s->why, sizeof s->why, "allocation %llu has another chunk count", (unsigned long long)order);
+        s->stale = true;
     }
-    if (!tm_profile_check(e, a->range.size, tensor_name(a), s->why, sizeof s->why) || e->chunks != a->heat_chunks) {
-        if (!s->why[0])
-            snprintf(s->why, sizeof s->why, "allocation %llu has another chunk count", (unsigned long long)order);
-        s->stale = a;
-        return;
-    }
-    for (uint32_t h = 0; s->seed && h < e->chunks; h++)
-        tm_heat_alloc_seed((tm_alloc *)(uintptr_t)a, h, e->heat[h], s->tick);
 }
 
-void tm_warm_start_apply(void)
+void tm_warm_start_check(void)
 {
     if (!tm_warm_start_pending())
         return;
     pthread_mutex_lock(&lock);
-    /* every allocation is checked before any is seeded: a stale profile seeds nothing */
-    apply_state s = { .tick = tm_heat_now_tick() };
-    tm_registry_each(apply_one, &s);
+    check_state s = { 0 };
+    tm_registry_each(check_one, &s);
     if (s.stale) {
         tm_warn("profile %s: stale (%s); ignored", path, s.why);
         tm_profile_free(&loaded);
         __atomic_store_n(&have_loaded, false, __ATOMIC_RELAXED);
-    } else {
-        s.seed = true;
-        s.next_below = 0;
-        tm_registry_each(apply_one, &s);
-        if (s.next_below > applied_below)
-            applied_below = s.next_below;
+    } else if (s.next_below > applied_below) {
+        applied_below = s.next_below;
     }
     pthread_mutex_unlock(&lock);
+}
+
+const float *tm_warm_start_heat(const tm_alloc *a)
+{
+    if (!tm_warm_start_pending() || !a->backing || a->id < FIRST_ORDER || a->id >= FIRST_ORDER + applied_below)
+        return NULL;
+    const tm_profile_entry *e = tm_profile_find(&loaded, a->id - FIRST_ORDER);
+    return e && e->chunks == a->heat_chunks ? e->heat : NULL;
 }
 
 /* ---------------------------------------------------------------- keeping */
@@ -177,8 +174,14 @@ void tm_warm_start_note(const tm_alloc *a)
     float *heat = malloc((size_t)a->heat_chunks * sizeof *heat + 1);
     if (!heat)
         return;
-    for (uint32_t h = 0; h < a->heat_chunks; h++)
+    pthread_mutex_lock(&lock);
+    const float *profiled = tm_warm_start_heat(a); /* what this run was lent, if anything */
+    for (uint32_t h = 0; h < a->heat_chunks; h++) {
         heat[h] = (float)tm_heat_alloc_density(a, h, tick);
+        if (profiled && profiled[h] > heat[h])
+            heat[h] = profiled[h];
+    }
+    pthread_mutex_unlock(&lock);
     tm_profile_entry e = { .order = a->id - FIRST_ORDER, .size = a->range.size, .chunks = a->heat_chunks,
                            .heat = heat };
     const char *name = tensor_name(a);

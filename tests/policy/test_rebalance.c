@@ -119,8 +119,9 @@ static void test_embedding_down_layers_up(void **state)
     assert_true(out[1].whole);
 }
 
-/* One launch credits a weight matrix and the buffer it writes alike: of equal heat, the
- * chunks holding model-file data come up first, whatever their address order. */
+/* One launch credits a weight matrix and the buffer it writes alike: of heat equal within
+ * the margin, the chunks holding model-file data come up first, whatever their address
+ * order. */
 static void test_equal_heat_weights_first(void **state)
 {
     (void)state;
@@ -142,6 +143,19 @@ static void test_equal_heat_weights_first(void **state)
     assert_int_equal(out[1].alloc, 2);
     assert_true(out[1].whole);
     assert_int_equal(out[1].to, TM_TIER_DDR);
+
+    /* within the margin the weights still come first; beyond it, the hotter buffer */
+    for (int i = 0; i < 4; i++)
+        f[0].heat[i] = 1.2;
+    assert_int_equal(tm_rebalance_plan(&in, out, 16), 2);
+    assert_int_equal(out[0].alloc, 1);
+    for (int i = 0; i < 4; i++)
+        f[0].heat[i] = 1.3;
+    assert_int_equal(tm_rebalance_plan(&in, out, 16), 3);
+    assert_int_equal(out[0].alloc, 0);
+    assert_true(out[0].whole);
+    assert_int_equal(out[1].alloc, 1);
+    assert_int_equal(out[1].count, 1);
 }
 
 static void test_near_equal_heat_does_not_move(void **state)

@@ -298,6 +298,26 @@ for policy in $policies; do
   wait $pid
 done
 
+# The 128k-vocabulary model under size and heat: how much of HBM holds the hot tensor
+# (output.weight, read whole every token) and how much the cold one (token_embd.weight).
+HOT=$OUT/tiering-hot.tsv
+printf 'policy\tseconds\toutput_hbm_mib\tembd_hbm_mib\n' >"$HOT"
+for policy in size heat; do
+  env "${SIM[@]}" SIMCUDA_PROFILE="$first" SIMCUDA_MEM=${DEVICE_MIB}M LD_PRELOAD="$LIB" TIERMEM_POLICY=$policy \
+    "$LLM" -m "$T/v128k.gguf" --prompts-file "$T/prompts1" -n 400 "${KV[@]}" >/dev/null 2>&1 &
+  pid=$! t0=$(date +%s.%N)
+  while kill -0 $pid 2>/dev/null; do
+    json=$("$STAT" --json $pid 2>/dev/null) || { sleep 0.05; continue; }
+    awk -v p=$policy -v t0="$t0" -v now="$(date +%s.%N)" -v chunk=$((2 << 20)) '
+      function hbm() { match($0, /"hbm":[0-9]+/); return substr($0, RSTART + 6, RLENGTH - 6) * chunk / 1048576 }
+      /"tensor":"output.weight"/ { o = hbm() }
+      /"tensor":"token_embd.weight"/ { e = hbm() }
+      END { printf "%s\t%.2f\t%.2f\t%.2f\n", p, now - t0, o, e }' <<<"$json" >>"$HOT"
+    sleep 0.05
+  done
+  wait $pid
+done
+
 # ------------------------------------------------------------------ plots
 if command -v gnuplot >/dev/null; then
   np=$(wc -w <<<"$PROFILES")
@@ -332,9 +352,16 @@ if command -v gnuplot >/dev/null; then
       echo "plot '$OCC' using (strcol(1) eq '$policy' ? \$2 : 1/0):3 with lines title 'hbm', '' using (strcol(1) eq '$policy' ? \$2 : 1/0):4 with lines title 'ddr', '' using (strcol(1) eq '$policy' ? \$2 : 1/0):5 with lines title 'managed'"
     done
     echo "unset multiplot"
+    echo "set output '$OUT/tiering-hot.png'"
+    echo "set multiplot layout 1,2 title 'HBM held by the hot and the cold tensor of the 128k-vocabulary model ($first, device $DEVICE_MIB MiB)'"
+    for policy in size heat; do
+      echo "set title '$policy'; set xlabel 'seconds (wall)'; set ylabel 'MiB in HBM'"
+      echo "plot '$HOT' using (strcol(1) eq '$policy' ? \$2 : 1/0):3 with lines title 'output.weight (hot)', '' using (strcol(1) eq '$policy' ? \$2 : 1/0):4 with lines title 'token_embd.weight (cold)'"
+    done
+    echo "unset multiplot"
   } >"$T/plot.gp"
   gnuplot "$T/plot.gp" 2>"$T/gnuplot.err" || sed 's/^/# gnuplot: /' "$T/gnuplot.err"
-  echo "plots: $OUT/tiering-step-time.png $OUT/tiering-occupancy.png"
+  echo "plots: $OUT/tiering-step-time.png $OUT/tiering-occupancy.png $OUT/tiering-hot.png"
 fi
 echo "table: $TABLE; rows: $ROWS; bench-tiering took $(($(date +%s) - start)) s"
 if [ -s "$T/mismatches" ]; then
