@@ -141,7 +141,7 @@ static void test_defaults(void **state)
     assert_int_equal(c.order.tier[0], TM_TIER_HBM);
     assert_int_equal(c.order.tier[1], TM_TIER_CXL);
     assert_int_equal(c.order.tier[2], TM_TIER_DDR);
-    assert_int_equal(c.policy, TM_POLICY_HEAT);
+    assert_int_equal(c.policy, TM_POLICY_SIZE);
     assert_true(c.migrate_rate == 4ull << 30);
     assert_int_equal(c.rules.count, 0);
     assert_int_equal(c.meminfo, TM_MEMINFO_AVAILABLE);

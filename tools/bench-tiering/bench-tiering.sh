@@ -105,6 +105,7 @@ run_one() {
   case $mode in
     decode1) args=(--prompts-file "$T/prompts1" "${STEADY[@]}") ;;
     decode16) args=(--prompts-file "$T/prompts16" "${STEADY[@]}") ;;
+    first) args=(--prompts-file "$T/prompts1" -n 3) ;; # the first decode steps, no warm-up
     prefill) args=(-p "$(cat "$T/prompt512")" -n 1) ;;
   esac
   if ! env "${env[@]}" "$LLM" -m "$model" "${args[@]}" "${KV[@]}" -v >/dev/null 2>"$T/run.err"; then
@@ -264,6 +265,15 @@ first=${PROFILES%% *}
   same_tokens "heat, the model fits in HBM" "$ref" "$digest"
   echo "the model fits in HBM: heat at $(speedup "$fstep" "$plain")x the speed without the interposer" \
     "(goal: at least 0.99), ${moved:-?} migrations (goal: 0)"
+  # warm start: the first decode steps of the 128k vocabulary, cold and with the profile
+  # an earlier run wrote
+  read -r _ _ _ _ ref < <(run_one "$first" hbm "$T/v128k.gguf" first)
+  read -r cold _ _ _ digest < <(run_one "$first" heat "$T/v128k.gguf" first TIERMEM_PROFILE="$T/warm.profile")
+  same_tokens "heat, 128k vocabulary, first steps, cold" "$ref" "$digest"
+  read -r warm _ _ _ digest < <(run_one "$first" heat "$T/v128k.gguf" first TIERMEM_PROFILE="$T/warm.profile")
+  same_tokens "heat, 128k vocabulary, first steps, warm" "$ref" "$digest"
+  echo "128k vocabulary, first 2 decode steps: $cold ms cold, $warm ms with TIERMEM_PROFILE of an earlier run" \
+    "($(speedup "$cold" "$warm")x)"
   # f32 and fp8 KV: the heat policy's tokens are the all-HBM ones
   r=$(awk '{ print (NF > 3 ? $4 : $NF) }' <<<"$RATIOS")
   for kv in f32 fp8_e4m3; do

@@ -139,8 +139,7 @@ done
 say "      physical: only what HBM has left; available (the default): also the HBM chunks could leave"
 say "      by moving down; virtual: HBM plus the tiers the process may spill into."
 say
-say "      With no settings at all (LD_PRELOAD only, no TIERMEM_* variables, no engine flags but -m -p -n;"
-say "      the policy is heat, the default):"
+say "      With no settings at all (LD_PRELOAD only, no TIERMEM_* variables, no engine flags but -m -p -n):"
 run_llm "$work/default.log" SIMCUDA_MEM=$device_mem LD_PRELOAD="$interposer" -- -m "$model" -p "$prompt" -n $tokens -v ||
   { tail -n 5 "$work/default.log"; exit 1; }
 default_ids=$(ids_of "$work/default.log")
