@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# TIERMEM_PROFILE: a heat-policy run writes the chunk heat of its allocations at exit; the
-# next run reads it, places by it from the first launch (its first decode steps are as
-# fast as a settled run's) and generates the same tokens. A stale or damaged profile is
+# TIERMEM_PROFILE: a heat-policy run (64 tokens: enough launches for sampled heat) writes
+# the chunk heat of its allocations at exit; the next run reads it, places by it from the
+# first launch (its first decode steps are as fast as a settled run's, where a cold run of
+# 3 tokens has not moved yet) and generates the same tokens. A stale or damaged profile is
 # ignored in one line; a symlink at the path is never followed and a file that is not a
 # profile is never replaced.
 source "$(dirname "$0")/../lib/tap.sh"
@@ -28,10 +29,12 @@ run() {
   --type f32 > "$T/mk.log" 2>&1
 check "test model generated" test -s "$T/v.gguf"
 
-run cold TIERMEM_PROFILE="$T/p.profile"
+run cold
+env "${sim[@]}" TIERMEM_POLICY=heat TIERMEM_LOG=info LD_PRELOAD="$preload" TIERMEM_PROFILE="$T/p.profile" "$llm" \
+  -m "$T/v.gguf" -p "Once upon a time" -n 64 --kv-dtype f16 --kv-blocks 48 > /dev/null 2> "$T/first.err"
 check "no profile yet: one line says this run writes it" \
-  grep -q "^tiermem: profile $T/p.profile: none yet; this run writes it at exit" "$T/cold.err"
-check "the profile was written at exit" grep -q "^tiermem: profile $T/p.profile: heat of 3 allocations written" "$T/cold.err"
+  grep -q "^tiermem: profile $T/p.profile: none yet; this run writes it at exit" "$T/first.err"
+check "the profile was written at exit" grep -q "^tiermem: profile $T/p.profile: heat of 3 allocations written" "$T/first.err"
 check "it starts with the profile magic" test "$(head -c 8 "$T/p.profile")" = TMHEATP1
 run warm TIERMEM_PROFILE="$T/p.profile"
 check "the next run reads it" \
