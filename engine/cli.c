@@ -42,6 +42,7 @@ typedef struct cli_options {
     bool chat;              /* --chat: a conversation in the model's chat template */
     const char *force_ids;  /* --force-ids: teacher forcing */
     tm_load_method load;    /* --load: how the weights are read */
+    int32_t warmup;         /* --warmup: decode steps left out of the decode figures */
 } cli_options;
 
 static void usage(FILE *f)
@@ -67,6 +68,8 @@ static void usage(FILE *f)
         "  --threads N               CPU threads of the host kernels (simcuda)\n"
         "  --dump-logits FILE        write every step's logits: \"step seq logit0 logit1 ...\"\n"
         "  --force-ids \"I J ...\"     teacher forcing: take these tokens instead of the sampled ones\n"
+        "  --warmup N                leave the first N decode steps out of the decode figures\n"
+        "                            (steady state: placement that settles while it runs)\n"
         "  --driver PATH             CUDA driver library (default libcuda.so.1)\n"
         "  --load M                  read the weights with uring, pread or mmap (default auto: uring,\n"
         "                            else pread)\n"
@@ -120,7 +123,7 @@ static int parse_args(int argc, char **argv, cli_options *o)
         argv++;
     }
     enum { O_TEMP = 256, O_TOPK, O_TOPP, O_SEED, O_KVD, O_BS, O_CTX, O_PF, O_THR, O_DUMP, O_DRV, O_KVB, O_UTIL,
-           O_HOST, O_PORT, O_KEY, O_BATCH, O_QUEUE, O_CHUNK, O_GRACE, O_TOK, O_NOBOS, O_CHAT, O_FORCE, O_LOAD };
+           O_HOST, O_PORT, O_KEY, O_BATCH, O_QUEUE, O_CHUNK, O_GRACE, O_TOK, O_NOBOS, O_CHAT, O_FORCE, O_LOAD, O_WARM };
     static const struct option opts[] = {
         {"model", 1, 0, 'm'}, {"prompt", 1, 0, 'p'}, {"temp", 1, 0, O_TEMP}, {"top-k", 1, 0, O_TOPK},
         {"top-p", 1, 0, O_TOPP}, {"seed", 1, 0, O_SEED}, {"kv-dtype", 1, 0, O_KVD}, {"block-size", 1, 0, O_BS},
@@ -129,7 +132,8 @@ static int parse_args(int argc, char **argv, cli_options *o)
         {"gpu-memory-utilization", 1, 0, O_UTIL}, {"host", 1, 0, O_HOST}, {"port", 1, 0, O_PORT},
         {"api-key", 1, 0, O_KEY}, {"max-batch", 1, 0, O_BATCH}, {"max-queue", 1, 0, O_QUEUE},
         {"prefill-chunk", 1, 0, O_CHUNK}, {"grace", 1, 0, O_GRACE}, {"tokenize", 0, 0, O_TOK}, {"no-bos", 0, 0, O_NOBOS},
-        {"chat", 0, 0, O_CHAT}, {"force-ids", 1, 0, O_FORCE}, {"load", 1, 0, O_LOAD}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+        {"chat", 0, 0, O_CHAT}, {"force-ids", 1, 0, O_FORCE}, {"load", 1, 0, O_LOAD},
+        {"warmup", 1, 0, O_WARM}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     int c;
     long long v;
     double d;
@@ -159,6 +163,7 @@ static int parse_args(int argc, char **argv, cli_options *o)
         case O_DUMP: o->dump_logits = optarg; break;
         case O_DRV: o->driver = optarg; break;
         case O_KVB: if (parse_long("--kv-blocks", optarg, 1, INT32_MAX, &v)) return -1; o->kv_blocks = v; break;
+        case O_WARM: if (parse_long("--warmup", optarg, 0, 1 << 24, &v)) return -1; o->warmup = (int32_t)v; break;
         case O_UTIL:
             if (parse_double("--gpu-memory-utilization", optarg, 0.001, 1, &o->gpu_util)) return -1;
             o->gpu_util_given = true;
@@ -193,6 +198,10 @@ static int parse_args(int argc, char **argv, cli_options *o)
     }
     if (serve_only) {
         fprintf(stderr, "error: --%s is an option of 'tiermem-llm serve'\n", serve_only);
+        return -1;
+    }
+    if (o->warmup && o->warmup >= o->n_predict) {
+        fprintf(stderr, "error: --warmup %d leaves no decode step of -n %d to measure\n", o->warmup, o->n_predict);
         return -1;
     }
     if (o->serve) {
@@ -418,7 +427,7 @@ int main(int argc, char **argv)
         goto out;
     }
     generate_options gopt = {prompts, n_prompts, o.n_predict, o.temperature, o.top_k, o.top_p, o.seed,
-                             n_prompts == 1, o.verbose, dump, NULL, NULL, 0};
+                             n_prompts == 1, o.verbose, dump, NULL, NULL, 0, o.warmup};
     int32_t *forced = NULL;
     if (o.force_ids) {
         char *end;

@@ -154,6 +154,11 @@ int generate_run(tm_model *m, const tokenizer *tok, const generate_options *opt,
         if (step == 0) {
             stats->prefill_seconds = now() - t0;
             stats->prefill_device_ms = device_timer_stop(&timer);
+        }
+        if (step == 0 || step == opt->warmup) { /* decode figures start here */
+            if (step > 0) device_timer_stop(&timer);
+            stats->decode_steps = 0;
+            stats->decode_tokens = 0;
             t0 = now();
             device_timer_start(&timer);
         }

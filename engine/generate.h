@@ -25,6 +25,7 @@ typedef struct generate_options {
     char **texts;               /* [n_prompts] out: each sequence's generated text (malloc'd), or NULL */
     const int32_t *forced;      /* [n_forced] teacher forcing: these tokens, not the sampled ones, */
     int32_t n_forced;           /* are taken by every sequence (logits still dumped) */
+    int32_t warmup;             /* decode steps run before the decode figures start */
 } generate_options;
 
 typedef struct generate_stats {

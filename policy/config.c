@@ -85,6 +85,7 @@ static bool parse_order(const char *v, tm_config *c) { return tm_tier_order_pars
 static bool parse_rules(const char *v, tm_config *c) { return tm_rules_parse(v, &c->rules); }
 static bool parse_log_file(const char *v, tm_config *c) { return parse_path(v, c->log_file); }
 static bool parse_driver(const char *v, tm_config *c) { return parse_path(v, c->driver); }
+static bool parse_profile(const char *v, tm_config *c) { return *v && parse_path(v, c->profile_path); }
 
 static bool parse_min_tiered(const char *value, tm_config *config)
 {
@@ -250,6 +251,7 @@ static const variable variables[] = {
     { "TIERMEM_STATS", parse_stats, "off or a file path" },
     { "TIERMEM_GROUP", parse_group, "a Unix group name or id of up to 32 letters, digits, '_', '-' or '.'" },
     { "TIERMEM_LEDGER", parse_ledger, "off or a file path" },
+    { "TIERMEM_PROFILE", parse_profile, "a file path (the heat profile, read at start, written at exit)" },
     { "TIERMEM_HEAT", parse_heat, "launch, ebpf or off" },
     { "TIERMEM_HEAT_HALFLIFE", parse_heat_halflife,
       "a duration above 0: digits then ms, s or m, seconds when bare (e.g. 10s)" },

@@ -80,6 +80,7 @@ typedef struct tm_config {
     tm_heat_source heat;         /* TIERMEM_HEAT */
     uint64_t heat_halflife_ns;   /* TIERMEM_HEAT_HALFLIFE */
     tm_stream_mode stream;       /* TIERMEM_STREAM */
+    char profile_path[TM_CONFIG_PATH_MAX]; /* TIERMEM_PROFILE: warm-start heat; empty: none */
 } tm_config;
 
 /* The HBM limit TIERMEM_HBM_LIMIT sets for a device (unset: the device's memory). */

@@ -16,6 +16,7 @@
 #include "preload/migrate.h"
 #include "preload/stats.h"
 #include "preload/stream_ring.h"
+#include "preload/warm_start.h"
 
 /* Buffer ids of chunked allocations: above anything a driver hands out. */
 static uint64_t next_buffer_id = (uint64_t)1 << 62;
@@ -291,6 +292,7 @@ void tm_free_chunked(tm_alloc *a, tm_wait wait, CUstream stream)
         tm_forget(a);
         return;
     }
+    tm_warm_start_note(a);
     tm_migrate_lock(); /* none of its chunks is mid-migration */
     tm_stream_ring_forget(a->backing->base, a->backing->bytes);
     charge_plan(a->device, &a->backing->plan, -1);

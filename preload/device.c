@@ -14,6 +14,7 @@
 #include "preload/log.h"
 #include "preload/rebalancer.h"
 #include "preload/stream_ring.h"
+#include "preload/warm_start.h"
 #include "preload/state.h"
 #include "preload/stats.h"
 
@@ -102,6 +103,7 @@ static bool set_up(tm_device *device, CUdevice ordinal)
     log_start_up(device, found, config);
     if (!first_device) {
         tm_state_register_exit();
+        tm_warm_start_load(config);
         /* heat rebalancing and streaming move the first device's chunks; the others keep their placement */
         tm_rebalancer_start(device, config->migrate_rate);
         tm_stream_ring_start(device, config);

@@ -113,3 +113,13 @@ void tm_heat_alloc_credit(tm_alloc *a, uint64_t offset, uint64_t length, double 
                               TM_HEAT_FROM_LAUNCH);
     __atomic_store_n(&a->heat_lock, 0, __ATOMIC_RELEASE);
 }
+
+double tm_heat_alloc_density(const tm_alloc *a, uint32_t h, uint64_t tick)
+{
+    if (!a->heat || h >= a->heat_chunks)
+        return 0.0;
+    const tm_heat_chunk *c = &a->heat[h];
+    double bytes = tm_heat_reads(c, tick) + tm_heat_writes(c, tick);
+    uint64_t extent = a->backing ? a->backing->bytes : a->range.size;
+    return bytes / (double)tm_heat_chunk_bytes(extent, (uint64_t)1 << a->heat_chunk_shift, h);
+}

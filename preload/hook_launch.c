@@ -1,13 +1,15 @@
 /* hook_launch.c — kernel launches pass straight through, counted. Chunked memory needs
  * nothing here: its addresses are device addresses like any other. The first launch ends
  * the managed baseline's loading phase (managed.h); the `launch` heat source reads the
- * parameters of sampled launches (heat_launch.h) before they go; while chunks are spilled
- * under the heat policy, the staging ring (stream_ring.h) maps the chunks a launch reads
- * before it and records its reads after it. */
+ * parameters of sampled launches (heat_launch.h) before they go; every so many launches
+ * the heat policy runs a pass first (rebalancer.h); while chunks are spilled under the heat
+ * policy, the staging ring (stream_ring.h) maps the chunks a launch reads before it and
+ * records its reads after it. */
 #include "preload/heat_launch.h"
 #include "preload/hook.h"
 #include "preload/submit_gate.h"
 #include "preload/managed.h"
+#include "preload/rebalancer.h"
 #include "preload/stream_ring.h"
 
 /* The gated launch `call` on `stream`, with the ring around it. */
@@ -26,6 +28,7 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned in
 {
     TM_HOOK_ENTER(cuLaunchKernel);
     tm_managed_note_launch();
+    tm_rebalancer_on_launch(hStream, false);
     tm_heat_on_launch(f, tm_launch_threads(gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ),
                       kernelParams, extra);
     return TM_LAUNCH(hStream, false, kernelParams, extra,
@@ -39,6 +42,7 @@ CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsign
 {
     TM_HOOK_ENTER(cuLaunchKernel_ptsz);
     tm_managed_note_launch();
+    tm_rebalancer_on_launch(hStream, true);
     tm_heat_on_launch(f, tm_launch_threads(gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ),
                       kernelParams, extra);
     return TM_LAUNCH(hStream, true, kernelParams, extra,
@@ -52,6 +56,7 @@ CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, vo
     tm_managed_note_launch();
     if (!config)
         return TM_GATED(tm_real.cuLaunchKernelEx(config, f, kernelParams, extra));
+    tm_rebalancer_on_launch(config->hStream, false);
     tm_heat_on_launch(f, tm_launch_threads(config->gridDimX, config->gridDimY, config->gridDimZ,
                                            config->blockDimX, config->blockDimY, config->blockDimZ),
                       kernelParams, extra);
@@ -64,6 +69,7 @@ CUresult CUDAAPI cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction 
     tm_managed_note_launch();
     if (!config)
         return TM_GATED(tm_real.cuLaunchKernelEx_ptsz(config, f, kernelParams, extra));
+    tm_rebalancer_on_launch(config->hStream, true);
     tm_heat_on_launch(f, tm_launch_threads(config->gridDimX, config->gridDimY, config->gridDimZ,
                                            config->blockDimX, config->blockDimY, config->blockDimZ),
                       kernelParams, extra);

@@ -136,6 +136,7 @@ static void settle(tm_device *d, tm_alloc *a, uint64_t first, uint64_t count, tm
         b->plan.per_tier[to]++;
         tm_device_charge(d, from, 0, -1);
         tm_device_charge(d, to, 0, 1);
+        __atomic_fetch_add(&tm_stats->tier[from].migrated_out[to < from ? to : to - 1], 1, __ATOMIC_RELAXED);
     }
     uint32_t chunks[TM_STATS_TIERS];
     for (int t = 0; t < TM_STATS_TIERS; t++)

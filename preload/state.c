@@ -15,6 +15,7 @@
 #include "preload/migrate.h"
 #include "preload/model_files.h"
 #include "preload/rebalancer.h"
+#include "preload/warm_start.h"
 #include "preload/registry.h"
 #include "preload/stats.h"
 #include "preload/stream_free.h"
@@ -130,6 +131,7 @@ static void at_exit(void)
     tm_rebalancer_stop();
     tm_stream_free_finish(NULL, true);
     tm_stream_ring_stop();
+    tm_warm_start_save(); /* the live chunked allocations and those released before */
     tm_ledger_leave();
     tm_migrate_shutdown();
     log_exit_summary();

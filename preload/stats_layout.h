@@ -73,7 +73,8 @@ typedef struct tm_stats_tier {
     uint64_t used;            /* bytes placed now (HBM: chunks and small allocations) */
     uint64_t peak;            /* highest `used` */
     uint64_t chunks;          /* chunks placed now */
-    uint64_t reserved[2];
+    uint64_t migrated_out[2]; /* chunks migrated from this tier to each other one, in tier
+                               * order: hbm to cxl, ddr; cxl to hbm, ddr; ddr to hbm, cxl */
 } tm_stats_tier;              /* 64 bytes */
 
 /* A device whose HBM is tiered (version 4). The header's tiers count the whole process:
@@ -151,7 +152,9 @@ typedef struct tm_stats_header {
     int32_t heat_reserved0;
     uint64_t heat_collector_ns;   /* CLOCK_MONOTONIC of its last write: while under 5 s old,
                                    * the process leaves heat to it */
-    uint64_t heat_reserved[4];
+    uint64_t rebalance_budget;    /* bytes the rebalancer's last pass could move (rate times
+                                   * the time since the pass before) */
+    uint64_t heat_reserved[3];
     /* devices (version 4) */
     uint32_t device_count;        /* entries of devices[] in use */
     uint32_t device_reserved;

@@ -70,6 +70,48 @@ static const char *state_name(const tm_stats_header *h)
 
 /* ---------------------------------------------------------------- table */
 
+/* The tier a tier's migrated_out[slot] counts moves to (stats_layout.h). */
+static int pair_target(int from, int slot)
+{
+    return slot < from ? slot : slot + 1;
+}
+
+/* Nanoseconds since the last rebalance pass, or -1 (none yet, or the process is gone: its
+ * monotonic clock means nothing then). */
+static long long since_rebalance_ns(const tm_stats_header *h)
+{
+    struct timespec now;
+    if (!h->last_rebalance_ns || h->state == TM_STATS_EXITED || clock_gettime(CLOCK_MONOTONIC, &now) != 0)
+        return -1;
+    uint64_t ns = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+    return ns > h->last_rebalance_ns ? (long long)(ns - h->last_rebalance_ns) : 0;
+}
+
+/* "moved hbm>ddr 5, ddr>hbm 5; last pass 0.12 s ago, its budget 20 MiB" */
+static void print_migration_pairs(const tm_stats_header *h)
+{
+    const char *sep = "moved ";
+    for (int from = 0; from < TM_STATS_TIERS; from++)
+        for (int slot = 0; slot < TM_STATS_TIERS - 1; slot++)
+            if (h->tier[from].migrated_out[slot]) {
+                printf("%s%.8s>%.8s %llu", sep, h->tier[from].name, h->tier[pair_target(from, slot)].name,
+                       (unsigned long long)h->tier[from].migrated_out[slot]);
+                sep = ", ";
+            }
+    if (!h->last_rebalance_ns) {
+        printf("%sno rebalance pass yet\n", *sep == 'm' ? "" : "; ");
+        return;
+    }
+    char a[32];
+    long long since = since_rebalance_ns(h);
+    printf("%slast pass ", *sep == 'm' ? "" : "; ");
+    if (since >= 0)
+        printf("%.2f s ago", since / 1e9);
+    else
+        printf("before exit");
+    printf(", its budget %s\n", tm_format_size(h->rebalance_budget, a, sizeof a));
+}
+
 /* "migrations 12 (24 MiB; 3 copied again), pool 10 hit 2 missed, ping-pongs 0": only
  * once something moved. */
 static void print_migration_summary(const tm_stats_header *h)
@@ -84,6 +126,7 @@ static void print_migration_summary(const tm_stats_header *h)
     if (h->migrate_rate)
         printf(", budget %s/s", tm_format_size(h->migrate_rate, a, sizeof a));
     printf("\n");
+    print_migration_pairs(h);
 }
 
 static void print_heat_summary(const tm_stats_header *h)
@@ -230,7 +273,13 @@ static void print_json(const tm_stats_snapshot *s, const char *path, const size_
            (unsigned long long)h->migration_rewrites, (unsigned long long)h->pool_hits,
            (unsigned long long)h->pool_misses, (unsigned long long)h->ping_pongs,
            (unsigned long long)h->migrate_rate, (unsigned long long)h->last_rebalance_ns);
-    printf("\"allocations\":[\n");
+    printf("\"rebalance_budget\":%llu,\"since_rebalance_ns\":%lld,\"migrations_by_pair\":{",
+           (unsigned long long)h->rebalance_budget, since_rebalance_ns(h));
+    for (int from = 0; from < TM_STATS_TIERS; from++)
+        for (int slot = 0; slot < TM_STATS_TIERS - 1; slot++)
+            printf("%s\"%.8s>%.8s\":%llu", from || slot ? "," : "", h->tier[from].name,
+                   h->tier[pair_target(from, slot)].name, (unsigned long long)h->tier[from].migrated_out[slot]);
+    printf("},\n\"allocations\":[\n");
     for (size_t k = 0; k < s->record_count; k++) {
         size_t i = order[k];
         const tm_stats_record *r = &s->records[i];
