@@ -10,7 +10,8 @@
  * about (N - 1) bursts between them), a few bursts per heat interval: a burst sees every
  * buffer one step of a program hands its kernels, so memory used every step is credited in
  * the same intervals and ranks level, where lone samples would miss some of it in some
- * intervals and rank it colder at random. */
+ * intervals and rank it colder at random. At low launch rates a burst may come less often
+ * than once an interval: then everything it would have seen cools alike. */
 #ifndef TM_PRELOAD_HEAT_LAUNCH_H
 #define TM_PRELOAD_HEAT_LAUNCH_H
 
@@ -21,7 +22,7 @@
 
 #define TM_HEAT_LAUNCH_BUDGET_NS 40   /* average added cost per launch aimed at (goal: under 50) */
 #define TM_HEAT_SAMPLE_EVERY_MAX 65536
-#define TM_HEAT_BURST_MIN 16          /* launches sampled in a row */
+#define TM_HEAT_BURST_MIN 64          /* launches sampled in a row: a step of a small model or more */
 #define TM_HEAT_BURST_MAX 1024
 #define TM_HEAT_BURSTS_PER_TICK 4      /* bursts aimed at per heat interval */
 
