@@ -128,6 +128,17 @@ static bool parse_heat_halflife(const char *value, tm_config *config)
     return tm_parse_duration(value, &config->heat_halflife_ns);
 }
 
+static const char *const stream_mode_names[] = { "auto", "on", "off" };
+
+static bool parse_stream(const char *value, tm_config *config)
+{
+    int mode = parse_word(value, stream_mode_names, TM_STREAM_AUTO, TM_STREAM_OFF);
+    if (mode < 0)
+        return false;
+    config->stream = (tm_stream_mode)mode;
+    return true;
+}
+
 static const char *const log_level_names[] = { "error", "warn", "info", "debug" };
 
 static bool parse_log(const char *value, tm_config *config)
@@ -184,6 +195,7 @@ static const variable variables[] = {
     { "TIERMEM_HEAT", parse_heat, "launch, ebpf or off" },
     { "TIERMEM_HEAT_HALFLIFE", parse_heat_halflife,
       "a duration above 0: digits then ms, s or m, seconds when bare (e.g. 10s)" },
+    { "TIERMEM_STREAM", parse_stream, "auto, on or off" },
 };
 
 #define VARIABLE_COUNT (sizeof variables / sizeof variables[0])

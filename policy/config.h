@@ -41,6 +41,13 @@ typedef enum tm_heat_source {
     TM_HEAT_SOURCE_OFF,
 } tm_heat_source;
 
+/* Whether the heat policy streams spilled weights through an HBM ring (TIERMEM_STREAM). */
+typedef enum tm_stream_mode {
+    TM_STREAM_AUTO = 0,      /* when the ring is a small share of HBM (TM_STREAM_AUTO_SHARE) */
+    TM_STREAM_ON,            /* whenever HBM has room for the ring */
+    TM_STREAM_OFF,
+} tm_stream_mode;
+
 typedef struct tm_config {
     bool disabled;               /* TIERMEM_DISABLE=1, or a value was invalid */
     int invalid_count;           /* variables whose value did not parse */
@@ -64,6 +71,7 @@ typedef struct tm_config {
     char driver[TM_CONFIG_PATH_MAX];     /* TIERMEM_DRIVER */
     tm_heat_source heat;         /* TIERMEM_HEAT */
     uint64_t heat_halflife_ns;   /* TIERMEM_HEAT_HALFLIFE */
+    tm_stream_mode stream;       /* TIERMEM_STREAM */
 } tm_config;
 
 /* The defaults, as if no variable were set. */

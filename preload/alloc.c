@@ -15,6 +15,7 @@
 #include "preload/managed.h"
 #include "preload/migrate.h"
 #include "preload/stats.h"
+#include "preload/stream_ring.h"
 
 /* Buffer ids of chunked allocations: above anything a driver hands out. */
 static uint64_t next_buffer_id = (uint64_t)1 << 62;
@@ -288,6 +289,7 @@ void tm_free_chunked(tm_alloc *a, tm_wait wait, CUstream stream)
         return;
     }
     tm_migrate_lock(); /* none of its chunks is mid-migration */
+    tm_stream_ring_forget(a->backing->base, a->backing->bytes);
     charge_plan(&a->backing->plan, -1);
     tm_backing_destroy(a->backing);
     tm_migrate_unlock();

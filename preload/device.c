@@ -10,6 +10,7 @@
 #include "preload/heat.h"
 #include "preload/log.h"
 #include "preload/rebalancer.h"
+#include "preload/stream_ring.h"
 #include "preload/settings_check.h"
 #include "preload/state.h"
 #include "preload/stats.h"
@@ -115,6 +116,7 @@ static bool set_up(CUdevice ordinal)
     log_start_up(&found, config);
     tm_state_register_exit();
     tm_rebalancer_start(&device, config->migrate_rate);
+    tm_stream_ring_start(&device, config);
     return true;
 }
 

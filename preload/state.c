@@ -16,6 +16,7 @@
 #include "preload/registry.h"
 #include "preload/stats.h"
 #include "preload/stream_free.h"
+#include "preload/stream_ring.h"
 #include "preload/submit_gate.h"
 #include "preload/vmm_handles.h"
 
@@ -55,6 +56,7 @@ static void after_fork_in_child(void)
     tm_gate_reinit_in_child();
     tm_migrate_forget_in_child();
     tm_rebalancer_forget_in_child();
+    tm_stream_ring_forget_in_child();
 }
 
 /* ---------------------------------------------------------------- start-up */
@@ -121,6 +123,7 @@ static void at_exit(void)
         return; /* a fork child that never allocated: the parent's memory is not its own */
     tm_rebalancer_stop();
     tm_stream_free_finish(NULL, true);
+    tm_stream_ring_stop();
     tm_release_all_at_exit();
     tm_migrate_shutdown();
     log_exit_summary();

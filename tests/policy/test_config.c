@@ -177,6 +177,7 @@ static void test_good_values(void **state)
     setenv("TIERMEM_DISABLE", "0", 1);
     setenv("TIERMEM_HEAT", "launch", 1);
     setenv("TIERMEM_HEAT_HALFLIFE", "250ms", 1);
+    setenv("TIERMEM_STREAM", "off", 1);
     tm_config c;
     int invalid;
     char *errors = load(&c, &invalid);
@@ -191,6 +192,7 @@ static void test_good_values(void **state)
     assert_int_equal(c.ddr_node, 0);
     assert_int_equal(c.min_tiered, 4 << 20);
     assert_int_equal(c.policy, TM_POLICY_HEAT);
+    assert_int_equal(c.stream, TM_STREAM_OFF);
     assert_int_equal(c.migrate_rate, 1 << 30);
     assert_int_equal(c.order.count, 2);
     assert_int_equal(c.order.tier[1], TM_TIER_DDR);
@@ -290,6 +292,7 @@ static const bad_case bad_cases[] = {
     { "TIERMEM_HEAT_HALFLIFE", "10h", "a duration above 0" },
     { "TIERMEM_HEAT_HALFLIFE", "-5s", "a duration above 0" },
     { "TIERMEM_HEAT_HALFLIFE", "99999999999999m", "a duration above 0" },
+    { "TIERMEM_STREAM", "yes", "auto, on or off" },
     { "TIERMEM_STATS", "", NULL }, /* empty is "not set": no error (checked below) */
 };
 
