@@ -41,6 +41,7 @@ typedef struct cli_options {
     bool tokenize, no_bos;  /* --tokenize: print the prompt's ids and stop */
     bool chat;              /* --chat: a conversation in the model's chat template */
     const char *force_ids;  /* --force-ids: teacher forcing */
+    const char *n_list;     /* -n N,N,...: one count per prompt (n_predict is the largest) */
     tm_load_method load;    /* --load: how the weights are read */
     int32_t warmup;         /* --warmup: decode steps left out of the decode figures */
 } cli_options;
@@ -52,7 +53,8 @@ static void usage(FILE *f)
         "       tiermem-llm serve -m MODEL.gguf [--host ADDR] [--port N] [options]\n"
         "       tiermem-llm --tokenize -m MODEL.gguf -p TEXT [--no-bos]   (token ids, one line)\n"
         "       tiermem-llm --chat -m MODEL.gguf [-p MESSAGE] [options]   (turns from stdin, or one)\n"
-        "  -n N                      tokens to generate per prompt (default 64)\n"
+        "  -n N                      tokens to generate per prompt (default 64); N,N,... gives\n"
+        "                            each prompt of --prompts-file its own count\n"
         "  --temp T                  temperature; 0 is greedy (default 0)\n"
         "  --top-k K                 sample among the K most likely (default 40; 0: all)\n"
         "  --top-p P                 nucleus sampling mass (default 0.95)\n"
@@ -95,6 +97,30 @@ static int parse_long(const char *opt, const char *s, long long lo, long long hi
     }
     *out = v;
     return 0;
+}
+
+/* -n N,N,...: the counts (into out, when not NULL, up to `room`) and the largest; how many
+ * there are, or -1 after a one-line error. */
+static int64_t parse_n_list(const char *list, int32_t *out, int64_t room, int32_t *largest)
+{
+    *largest = 0;
+    for (int64_t n = 0;; n++) {
+        char item[32];
+        size_t len = strcspn(list, ",");
+        if (len == 0 || len >= sizeof item) {
+            fprintf(stderr, "error: -n expects N or N,N,... (a count per prompt), got an empty or long item\n");
+            return -1;
+        }
+        memcpy(item, list, len);
+        item[len] = '\0';
+        long long v;
+        if (parse_long("-n", item, 0, 1 << 24, &v)) return -1;
+        if (out && n < room) out[n] = (int32_t)v;
+        if (v > *largest) *largest = (int32_t)v;
+        list += len;
+        if (!*list) return n + 1;
+        list++;
+    }
 }
 
 static int parse_double(const char *opt, const char *s, double lo, double hi, double *out)
@@ -144,7 +170,15 @@ static int parse_args(int argc, char **argv, cli_options *o)
         switch (c) {
         case 'm': o->model_path = optarg; break;
         case 'p': o->prompt = optarg; break;
-        case 'n': if (parse_long("-n", optarg, 0, 1 << 24, &v)) return -1; o->n_predict = (int32_t)v; break;
+        case 'n':
+            o->n_list = strchr(optarg, ',') ? optarg : NULL;
+            if (o->n_list) {
+                if (parse_n_list(optarg, NULL, 0, &o->n_predict) < 0) return -1;
+            } else {
+                if (parse_long("-n", optarg, 0, 1 << 24, &v)) return -1;
+                o->n_predict = (int32_t)v;
+            }
+            break;
         case 'v': o->verbose = true; break;
         case O_TEMP: if (parse_double("--temp", optarg, 0, 100, &d)) return -1; o->temperature = (float)d; break;
         case O_TOPK: if (parse_long("--top-k", optarg, 0, INT32_MAX, &v)) return -1; o->top_k = (int32_t)v; break;
@@ -202,6 +236,10 @@ static int parse_args(int argc, char **argv, cli_options *o)
     }
     if (o->warmup && o->warmup >= o->n_predict) {
         fprintf(stderr, "error: --warmup %d leaves no decode step of -n %d to measure\n", o->warmup, o->n_predict);
+        return -1;
+    }
+    if (o->n_list && (o->serve || o->chat || !o->prompts_file)) {
+        fprintf(stderr, "error: -n N,N,... gives each prompt of --prompts-file its own count; give one N here\n");
         return -1;
     }
     if (o->serve) {
@@ -285,7 +323,7 @@ int main(int argc, char **argv)
     if (o.tokenize) return tokenize_cmd(o.model_path, o.prompt, !o.no_bos);
 
     char **prompts = NULL;
-    int32_t n_prompts = 1, **ids = NULL, *n_ids = NULL;
+    int32_t n_prompts = 1, **ids = NULL, *n_ids = NULL, *n_each = NULL;
     char err[TM_ERR_MAX];
     gguf_file f = {0};
     tokenizer tok = {0};
@@ -324,13 +362,28 @@ int main(int argc, char **argv)
                 "%s\n", o.model_path, cfg.ctx_train,
                 o.serve || o.chat ? "at " TM_XSTR(SERVE_FALLBACK_CONTEXT) " positions (or --ctx)"
                                   : "from the prompt and -n");
+    if (o.n_list) {
+        int32_t largest;
+        if (!(n_each = malloc((size_t)n_prompts * sizeof *n_each))) {
+            fprintf(stderr, "error: out of host memory\n");
+            goto out;
+        }
+        int64_t counts = parse_n_list(o.n_list, n_each, n_prompts, &largest);
+        if (counts >= 0 && counts != n_prompts) {
+            fprintf(stderr, "error: -n gives %" PRId64 " counts for %d prompts (give one, or one per prompt)\n", counts,
+                    n_prompts);
+            goto out;
+        }
+        if (counts < 0) goto out;
+    }
     /* what depends on the context is sized for this run: the longest prompt and -n (or --ctx) */
     int32_t limit = o.ctx ? o.ctx : cfg.ctx_train, longest = 0, ctx = o.ctx;
     for (int32_t i = 0; i < n_prompts; i++) {
-        int64_t need = (int64_t)n_ids[i] + o.n_predict;
+        int32_t n_predict = n_each ? n_each[i] : o.n_predict;
+        int64_t need = (int64_t)n_ids[i] + n_predict;
         if (need > limit) {
             fprintf(stderr, "error: prompt %d has %d tokens; with -n %d that is %" PRId64 " positions, past the "
-                    "context of %d (%s)\n", i + 1, n_ids[i], o.n_predict, need, limit,
+                    "context of %d (%s)\n", i + 1, n_ids[i], n_predict, need, limit,
                     o.ctx ? "--ctx" : "the model's context_length");
             goto out;
         }
@@ -427,7 +480,8 @@ int main(int argc, char **argv)
         goto out;
     }
     generate_options gopt = {prompts, n_prompts, o.n_predict, o.temperature, o.top_k, o.top_p, o.seed,
-                             n_prompts == 1, o.verbose, dump, NULL, NULL, 0, o.warmup};
+                             n_prompts == 1, o.verbose, dump, NULL, NULL, 0, o.warmup,
+                             n_each};
     int32_t *forced = NULL;
     if (o.force_ids) {
         char *end;
@@ -501,6 +555,7 @@ out:
     for (int32_t i = 0; ids && i < n_prompts; i++) free(ids[i]);
     free(ids);
     free(n_ids);
+    free(n_each);
     tokenizer_free(&tok);
     gguf_close(&f);
     for (int32_t i = 0; prompts && i < n_prompts; i++) free(prompts[i]);

@@ -44,6 +44,11 @@ tm_heat_source tm_heat_source_active(void)
     return active;
 }
 
+uint64_t tm_heat_tick_ns(void)
+{
+    return clock_.tick_ns;
+}
+
 uint64_t tm_heat_now_tick(void)
 {
     struct timespec now;

@@ -21,6 +21,8 @@ tm_heat_source tm_heat_source_active(void);
 
 /* CLOCK_MONOTONIC now, as a heat interval. */
 uint64_t tm_heat_now_tick(void);
+/* The length of one heat interval. */
+uint64_t tm_heat_tick_ns(void);
 
 /* Gives a recorded allocation its heat chunks (memory the program cannot reach is never
  * credited: `extent` bytes, whole chunks). Nothing happens with heat off. */
