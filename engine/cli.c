@@ -41,7 +41,9 @@ typedef struct cli_options {
     bool tokenize, no_bos;  /* --tokenize: print the prompt's ids and stop */
     bool chat;              /* --chat: a conversation in the model's chat template */
     const char *force_ids;  /* --force-ids: teacher forcing */
+    const char *n_list;     /* -n N,N,...: one count per prompt (n_predict is the largest) */
     tm_load_method load;    /* --load: how the weights are read */
+    int32_t warmup;         /* --warmup: decode steps left out of the decode figures */
 } cli_options;
 
 static void usage(FILE *f)
@@ -51,7 +53,8 @@ static void usage(FILE *f)
         "       tiermem-llm serve -m MODEL.gguf [--host ADDR] [--port N] [options]\n"
         "       tiermem-llm --tokenize -m MODEL.gguf -p TEXT [--no-bos]   (token ids, one line)\n"
         "       tiermem-llm --chat -m MODEL.gguf [-p MESSAGE] [options]   (turns from stdin, or one)\n"
-        "  -n N                      tokens to generate per prompt (default 64)\n"
+        "  -n N                      tokens to generate per prompt (default 64); N,N,... gives\n"
+        "                            each prompt of --prompts-file its own count\n"
         "  --temp T                  temperature; 0 is greedy (default 0)\n"
         "  --top-k K                 sample among the K most likely (default 40; 0: all)\n"
         "  --top-p P                 nucleus sampling mass (default 0.95)\n"
@@ -67,6 +70,8 @@ static void usage(FILE *f)
         "  --threads N               CPU threads of the host kernels (simcuda)\n"
         "  --dump-logits FILE        write every step's logits: \"step seq logit0 logit1 ...\"\n"
         "  --force-ids \"I J ...\"     teacher forcing: take these tokens instead of the sampled ones\n"
+        "  --warmup N                leave the first N decode steps out of the decode figures\n"
+        "                            (steady state: placement that settles while it runs)\n"
         "  --driver PATH             CUDA driver library (default libcuda.so.1)\n"
         "  --load M                  read the weights with uring, pread or mmap (default auto: uring,\n"
         "                            else pread)\n"
@@ -92,6 +97,30 @@ static int parse_long(const char *opt, const char *s, long long lo, long long hi
     }
     *out = v;
     return 0;
+}
+
+/* -n N,N,...: the counts (into out, when not NULL, up to `room`) and the largest; how many
+ * there are, or -1 after a one-line error. */
+static int64_t parse_n_list(const char *list, int32_t *out, int64_t room, int32_t *largest)
+{
+    *largest = 0;
+    for (int64_t n = 0;; n++) {
+        char item[32];
+        size_t len = strcspn(list, ",");
+        if (len == 0 || len >= sizeof item) {
+            fprintf(stderr, "error: -n expects N or N,N,... (a count per prompt), got an empty or long item\n");
+            return -1;
+        }
+        memcpy(item, list, len);
+        item[len] = '\0';
+        long long v;
+        if (parse_long("-n", item, 0, 1 << 24, &v)) return -1;
+        if (out && n < room) out[n] = (int32_t)v;
+        if (v > *largest) *largest = (int32_t)v;
+        list += len;
+        if (!*list) return n + 1;
+        list++;
+    }
 }
 
 static int parse_double(const char *opt, const char *s, double lo, double hi, double *out)
@@ -120,7 +149,7 @@ static int parse_args(int argc, char **argv, cli_options *o)
         argv++;
     }
     enum { O_TEMP = 256, O_TOPK, O_TOPP, O_SEED, O_KVD, O_BS, O_CTX, O_PF, O_THR, O_DUMP, O_DRV, O_KVB, O_UTIL,
-           O_HOST, O_PORT, O_KEY, O_BATCH, O_QUEUE, O_CHUNK, O_GRACE, O_TOK, O_NOBOS, O_CHAT, O_FORCE, O_LOAD };
+           O_HOST, O_PORT, O_KEY, O_BATCH, O_QUEUE, O_CHUNK, O_GRACE, O_TOK, O_NOBOS, O_CHAT, O_FORCE, O_LOAD, O_WARM };
     static const struct option opts[] = {
         {"model", 1, 0, 'm'}, {"prompt", 1, 0, 'p'}, {"temp", 1, 0, O_TEMP}, {"top-k", 1, 0, O_TOPK},
         {"top-p", 1, 0, O_TOPP}, {"seed", 1, 0, O_SEED}, {"kv-dtype", 1, 0, O_KVD}, {"block-size", 1, 0, O_BS},
@@ -129,7 +158,8 @@ static int parse_args(int argc, char **argv, cli_options *o)
         {"gpu-memory-utilization", 1, 0, O_UTIL}, {"host", 1, 0, O_HOST}, {"port", 1, 0, O_PORT},
         {"api-key", 1, 0, O_KEY}, {"max-batch", 1, 0, O_BATCH}, {"max-queue", 1, 0, O_QUEUE},
         {"prefill-chunk", 1, 0, O_CHUNK}, {"grace", 1, 0, O_GRACE}, {"tokenize", 0, 0, O_TOK}, {"no-bos", 0, 0, O_NOBOS},
-        {"chat", 0, 0, O_CHAT}, {"force-ids", 1, 0, O_FORCE}, {"load", 1, 0, O_LOAD}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+        {"chat", 0, 0, O_CHAT}, {"force-ids", 1, 0, O_FORCE}, {"load", 1, 0, O_LOAD},
+        {"warmup", 1, 0, O_WARM}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     int c;
     long long v;
     double d;
@@ -140,7 +170,15 @@ static int parse_args(int argc, char **argv, cli_options *o)
         switch (c) {
         case 'm': o->model_path = optarg; break;
         case 'p': o->prompt = optarg; break;
-        case 'n': if (parse_long("-n", optarg, 0, 1 << 24, &v)) return -1; o->n_predict = (int32_t)v; break;
+        case 'n':
+            o->n_list = strchr(optarg, ',') ? optarg : NULL;
+            if (o->n_list) {
+                if (parse_n_list(optarg, NULL, 0, &o->n_predict) < 0) return -1;
+            } else {
+                if (parse_long("-n", optarg, 0, 1 << 24, &v)) return -1;
+                o->n_predict = (int32_t)v;
+            }
+            break;
         case 'v': o->verbose = true; break;
         case O_TEMP: if (parse_double("--temp", optarg, 0, 100, &d)) return -1; o->temperature = (float)d; break;
         case O_TOPK: if (parse_long("--top-k", optarg, 0, INT32_MAX, &v)) return -1; o->top_k = (int32_t)v; break;
@@ -159,6 +197,7 @@ static int parse_args(int argc, char **argv, cli_options *o)
         case O_DUMP: o->dump_logits = optarg; break;
         case O_DRV: o->driver = optarg; break;
         case O_KVB: if (parse_long("--kv-blocks", optarg, 1, INT32_MAX, &v)) return -1; o->kv_blocks = v; break;
+        case O_WARM: if (parse_long("--warmup", optarg, 0, 1 << 24, &v)) return -1; o->warmup = (int32_t)v; break;
         case O_UTIL:
             if (parse_double("--gpu-memory-utilization", optarg, 0.001, 1, &o->gpu_util)) return -1;
             o->gpu_util_given = true;
@@ -193,6 +232,14 @@ static int parse_args(int argc, char **argv, cli_options *o)
     }
     if (serve_only) {
         fprintf(stderr, "error: --%s is an option of 'tiermem-llm serve'\n", serve_only);
+        return -1;
+    }
+    if (o->warmup && o->warmup >= o->n_predict) {
+        fprintf(stderr, "error: --warmup %d leaves no decode step of -n %d to measure\n", o->warmup, o->n_predict);
+        return -1;
+    }
+    if (o->n_list && (o->serve || o->chat || !o->prompts_file)) {
+        fprintf(stderr, "error: -n N,N,... gives each prompt of --prompts-file its own count; give one N here\n");
         return -1;
     }
     if (o->serve) {
@@ -276,7 +323,7 @@ int main(int argc, char **argv)
     if (o.tokenize) return tokenize_cmd(o.model_path, o.prompt, !o.no_bos);
 
     char **prompts = NULL;
-    int32_t n_prompts = 1, **ids = NULL, *n_ids = NULL;
+    int32_t n_prompts = 1, **ids = NULL, *n_ids = NULL, *n_each = NULL;
     char err[TM_ERR_MAX];
     gguf_file f = {0};
     tokenizer tok = {0};
@@ -315,13 +362,28 @@ int main(int argc, char **argv)
                 "%s\n", o.model_path, cfg.ctx_train,
                 o.serve || o.chat ? "at " TM_XSTR(SERVE_FALLBACK_CONTEXT) " positions (or --ctx)"
                                   : "from the prompt and -n");
+    if (o.n_list) {
+        int32_t largest;
+        if (!(n_each = malloc((size_t)n_prompts * sizeof *n_each))) {
+            fprintf(stderr, "error: out of host memory\n");
+            goto out;
+        }
+        int64_t counts = parse_n_list(o.n_list, n_each, n_prompts, &largest);
+        if (counts >= 0 && counts != n_prompts) {
+            fprintf(stderr, "error: -n gives %" PRId64 " counts for %d prompts (give one, or one per prompt)\n", counts,
+                    n_prompts);
+            goto out;
+        }
+        if (counts < 0) goto out;
+    }
     /* what depends on the context is sized for this run: the longest prompt and -n (or --ctx) */
     int32_t limit = o.ctx ? o.ctx : cfg.ctx_train, longest = 0, ctx = o.ctx;
     for (int32_t i = 0; i < n_prompts; i++) {
-        int64_t need = (int64_t)n_ids[i] + o.n_predict;
+        int32_t n_predict = n_each ? n_each[i] : o.n_predict;
+        int64_t need = (int64_t)n_ids[i] + n_predict;
         if (need > limit) {
             fprintf(stderr, "error: prompt %d has %d tokens; with -n %d that is %" PRId64 " positions, past the "
-                    "context of %d (%s)\n", i + 1, n_ids[i], o.n_predict, need, limit,
+                    "context of %d (%s)\n", i + 1, n_ids[i], n_predict, need, limit,
                     o.ctx ? "--ctx" : "the model's context_length");
             goto out;
         }
@@ -418,7 +480,8 @@ int main(int argc, char **argv)
         goto out;
     }
     generate_options gopt = {prompts, n_prompts, o.n_predict, o.temperature, o.top_k, o.top_p, o.seed,
-                             n_prompts == 1, o.verbose, dump, NULL, NULL, 0};
+                             n_prompts == 1, o.verbose, dump, NULL, NULL, 0, o.warmup,
+                             n_each};
     int32_t *forced = NULL;
     if (o.force_ids) {
         char *end;
@@ -492,6 +555,7 @@ out:
     for (int32_t i = 0; ids && i < n_prompts; i++) free(ids[i]);
     free(ids);
     free(n_ids);
+    free(n_each);
     tokenizer_free(&tok);
     gguf_close(&f);
     for (int32_t i = 0; prompts && i < n_prompts; i++) free(prompts[i]);

@@ -44,6 +44,7 @@ typedef struct sequence {
     step_seq st;            /* prompt, KV blocks, the id fed next */
     int32_t *out;           /* [n_predict] generated ids */
     int32_t n_out;
+    int32_t n_predict;      /* tokens it generates at most */
     tm_text text;           /* generated text (for printing under the prompt) */
 } sequence;
 
@@ -78,7 +79,7 @@ static int take_token(sequence *s, const tokenizer *tok, const generate_options 
     if (append_piece(s, tok, s->st.next, id, opt->stream)) return -1;
     s->out[s->n_out++] = id;
     s->st.next = id;
-    if (s->n_out >= opt->n_predict) s->st.done = true;
+    if (s->n_out >= s->n_predict) s->st.done = true;
     return 0;
 }
 
@@ -112,12 +113,13 @@ int generate_run(tm_model *m, const tokenizer *tok, const generate_options *opt,
         goto out;
     }
     for (int32_t i = 0; i < n; i++) {
-        seqs[i].out = calloc((size_t)opt->n_predict + 1, sizeof *seqs[i].out);
+        seqs[i].n_predict = opt->n_predict_each ? opt->n_predict_each[i] : opt->n_predict;
+        seqs[i].out = calloc((size_t)seqs[i].n_predict + 1, sizeof *seqs[i].out);
         if (!seqs[i].out || step_seq_init(&seqs[i].st, m, prompt_ids[i], n_prompt_ids[i], i)) {
             tm_fail(m->err, sizeof m->err, "out of host memory");
             goto out;
         }
-        seqs[i].st.done = opt->n_predict == 0;
+        seqs[i].st.done = seqs[i].n_predict == 0;
         all[i] = &seqs[i].st;
     }
     if (opt->stream && n == 1) {
@@ -154,6 +156,11 @@ int generate_run(tm_model *m, const tokenizer *tok, const generate_options *opt,
         if (step == 0) {
             stats->prefill_seconds = now() - t0;
             stats->prefill_device_ms = device_timer_stop(&timer);
+        }
+        if (step == 0 || step == opt->warmup) { /* decode figures start here */
+            if (step > 0) device_timer_stop(&timer);
+            stats->decode_steps = 0;
+            stats->decode_tokens = 0;
             t0 = now();
             device_timer_start(&timer);
         }

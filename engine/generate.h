@@ -1,5 +1,6 @@
 /* generate.h — running prompts: prefill each, then batched decode of all of them until
- * each has its tokens, streaming text and reporting speed and memory. */
+ * each has its tokens (its own count, or one for all), streaming text and reporting speed
+ * and memory. */
 #ifndef TM_ENGINE_GENERATE_H
 #define TM_ENGINE_GENERATE_H
 
@@ -25,6 +26,10 @@ typedef struct generate_options {
     char **texts;               /* [n_prompts] out: each sequence's generated text (malloc'd), or NULL */
     const int32_t *forced;      /* [n_forced] teacher forcing: these tokens, not the sampled ones, */
     int32_t n_forced;           /* are taken by every sequence (logits still dumped) */
+    int32_t warmup;             /* decode steps run before the decode figures start */
+    const int32_t *n_predict_each; /* [n_prompts] tokens to generate per prompt, each its own
+                                    * stop (a finished sequence's KV blocks go back to the pool
+                                    * while the others run on), or NULL: n_predict for every one */
 } generate_options;
 
 typedef struct generate_stats {

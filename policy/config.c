@@ -42,7 +42,40 @@ static bool parse_path(const char *value, char *out)
     return true;
 }
 
-static bool parse_hbm_limit(const char *v, tm_config *c) { return parse_opt_size(v, &c->hbm_limit); }
+/* One size for every device, or DEVICE:SIZE items (0:70G,1:70G); a device not named has
+ * no limit but its memory. */
+static bool parse_hbm_limit(const char *value, tm_config *config)
+{
+    if (!strchr(value, ':'))
+        return parse_opt_size(value, &config->hbm_limit);
+    char item[64];
+    for (const char *at = value;;) {
+        const char *comma = strchr(at, ',');
+        size_t length = comma ? (size_t)(comma - at) : strlen(at);
+        if (length == 0 || length >= sizeof item)
+            return false;
+        memcpy(item, at, length);
+        item[length] = '\0';
+        char *colon = strchr(item, ':');
+        uint64_t device;
+        if (!colon)
+            return false;
+        *colon = '\0';
+        if (!tm_parse_uint(item, TM_CONFIG_DEVICES - 1, &device) || config->hbm_limit_of[device].set ||
+            !parse_opt_size(colon + 1, &config->hbm_limit_of[device]))
+            return false;
+        if (!comma)
+            return true;
+        at = comma + 1;
+    }
+}
+
+tm_opt_size tm_config_hbm_limit(const tm_config *config, int device)
+{
+    if (device >= 0 && device < TM_CONFIG_DEVICES && config->hbm_limit_of[device].set)
+        return config->hbm_limit_of[device];
+    return config->hbm_limit;
+}
 static bool parse_cxl_limit(const char *v, tm_config *c) { return parse_opt_size(v, &c->cxl_limit); }
 static bool parse_ddr_limit(const char *v, tm_config *c) { return parse_opt_size(v, &c->ddr_limit); }
 static bool parse_hbm_reserve(const char *v, tm_config *c) { return parse_opt_size(v, &c->hbm_reserve); }
@@ -52,6 +85,7 @@ static bool parse_order(const char *v, tm_config *c) { return tm_tier_order_pars
 static bool parse_rules(const char *v, tm_config *c) { return tm_rules_parse(v, &c->rules); }
 static bool parse_log_file(const char *v, tm_config *c) { return parse_path(v, c->log_file); }
 static bool parse_driver(const char *v, tm_config *c) { return parse_path(v, c->driver); }
+static bool parse_profile(const char *v, tm_config *c) { return *v && parse_path(v, c->profile_path); }
 
 static bool parse_min_tiered(const char *value, tm_config *config)
 {
@@ -203,7 +237,8 @@ typedef struct variable {
 static const variable variables[] = {
     { "TIERMEM_DISABLE", parse_disable, "0 or 1" },
     { "TIERMEM_DRIVER", parse_driver, "a library file name or path for dlopen" },
-    { "TIERMEM_HBM_LIMIT", parse_hbm_limit, SIZE_WORDS },
+    { "TIERMEM_HBM_LIMIT", parse_hbm_limit,
+      SIZE_WORDS " for every device, or DEVICE:SIZE for each device named (e.g. 0:70G,1:70G)" },
     { "TIERMEM_CXL_LIMIT", parse_cxl_limit, SIZE_WORDS },
     { "TIERMEM_DDR_LIMIT", parse_ddr_limit, SIZE_WORDS },
     { "TIERMEM_HBM_RESERVE", parse_hbm_reserve, SIZE_WORDS },
@@ -224,6 +259,7 @@ static const variable variables[] = {
     { "TIERMEM_STATS", parse_stats, "off or a file path" },
     { "TIERMEM_GROUP", parse_group, "a Unix group name or id of up to 32 letters, digits, '_', '-' or '.'" },
     { "TIERMEM_LEDGER", parse_ledger, "off or a file path" },
+    { "TIERMEM_PROFILE", parse_profile, "a file path (the heat profile, read at start, written at exit)" },
     { "TIERMEM_HEAT", parse_heat, "launch, ebpf or off" },
     { "TIERMEM_HEAT_HALFLIFE", parse_heat_halflife,
       "a duration above 0: digits then ms, s or m, seconds when bare (e.g. 10s)" },

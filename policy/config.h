@@ -27,6 +27,7 @@ typedef enum tm_log_level {
 #define TM_DEFAULT_DRIVER "libcuda.so.1"
 #define TM_CONFIG_PATH_MAX 1024
 #define TM_CONFIG_GROUP_MAX 33 /* a group name of up to 32 characters */
+#define TM_CONFIG_DEVICES 64     /* device ordinals TIERMEM_HBM_LIMIT may name */
 
 /* A size that may be absent: `set` is false when the variable was not given. */
 typedef struct tm_opt_size {
@@ -53,7 +54,9 @@ typedef struct tm_config {
     bool disabled;               /* TIERMEM_DISABLE=1, or a value was invalid */
     int invalid_count;           /* variables whose value did not parse */
 
-    tm_opt_size hbm_limit;       /* TIERMEM_HBM_LIMIT (default: the device's memory) */
+    tm_opt_size hbm_limit;       /* TIERMEM_HBM_LIMIT, one value for every device (default: the
+                                  * device's memory) */
+    tm_opt_size hbm_limit_of[TM_CONFIG_DEVICES]; /* TIERMEM_HBM_LIMIT=0:70G,1:70G: per device */
     tm_opt_size cxl_limit;       /* TIERMEM_CXL_LIMIT (default: half the node's free memory) */
     tm_opt_size ddr_limit;       /* TIERMEM_DDR_LIMIT (default: half the node's free memory) */
     tm_opt_size hbm_reserve;     /* TIERMEM_HBM_RESERVE (default: 1/64 of the HBM limit) */
@@ -78,7 +81,11 @@ typedef struct tm_config {
     uint64_t heat_halflife_ns;   /* TIERMEM_HEAT_HALFLIFE */
     bool file_tier;              /* TIERMEM_FILE_TIER=1: chunks holding model-file bytes may drop */
     tm_stream_mode stream;       /* TIERMEM_STREAM */
+    char profile_path[TM_CONFIG_PATH_MAX]; /* TIERMEM_PROFILE: warm-start heat; empty: none */
 } tm_config;
+
+/* The HBM limit TIERMEM_HBM_LIMIT sets for a device (unset: the device's memory). */
+tm_opt_size tm_config_hbm_limit(const tm_config *config, int device);
 
 /* The defaults, as if no variable were set. */
 void tm_config_defaults(tm_config *config);

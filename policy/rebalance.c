@@ -7,6 +7,7 @@ typedef struct candidate {
     size_t alloc;
     uint64_t index;
     double heat;
+    bool loaded;
 } candidate;
 
 /* ---------------------------------------------------------------- order */
@@ -18,12 +19,20 @@ static int order_address(const candidate *a, const candidate *b)
     return (a->index > b->index) - (a->index < b->index);
 }
 
+/* The heat a chunk ranks by: a difference within TM_REBALANCE_MARGIN is one the pass
+ * never acts on between two chunks, so within it model-file data ranks hotter. */
+static double rank_heat(const candidate *c)
+{
+    return c->loaded ? c->heat * TM_REBALANCE_MARGIN : c->heat;
+}
+
 /* Hottest first; equal heat in address order. */
 static int hottest_first(const void *x, const void *y)
 {
     const candidate *a = x, *b = y;
-    if (a->heat != b->heat)
-        return a->heat > b->heat ? -1 : 1;
+    double ha = rank_heat(a), hb = rank_heat(b);
+    if (ha != hb)
+        return ha > hb ? -1 : 1;
     return order_address(a, b);
 }
 
@@ -31,8 +40,9 @@ static int hottest_first(const void *x, const void *y)
 static int coldest_first(const void *x, const void *y)
 {
     const candidate *a = x, *b = y;
-    if (a->heat != b->heat)
-        return a->heat < b->heat ? -1 : 1;
+    double ha = rank_heat(a), hb = rank_heat(b);
+    if (ha != hb)
+        return ha < hb ? -1 : 1;
     return order_address(a, b);
 }
 
@@ -117,7 +127,7 @@ int tm_rebalance_plan(const tm_rebalance_input *in, tm_rebalance_move *out, size
         for (uint64_t i = 0; i < al->chunks; i++) {
             if (al->tier[i] >= TM_TIER_COUNT || settled(al, i, in->cooldown))
                 continue;
-            candidate c = { a, i, al->heat[i] };
+            candidate c = { a, i, al->heat[i], al->loaded };
             if (al->tier[i] == TM_TIER_HBM)
                 down[nd++] = c;
             else
@@ -174,4 +184,17 @@ uint64_t tm_rebalance_budget(uint64_t rate, uint64_t interval_ns, uint64_t chunk
     uint64_t bytes = rate / 1000 * (interval_ns / 1000000) + rate % 1000 * (interval_ns / 1000000) / 1000;
     uint64_t chunks = bytes / chunk_size;
     return chunks ? chunks : 1;
+}
+
+uint64_t tm_rebalance_earned(uint64_t rate, uint64_t elapsed_ns, uint64_t chunk_size)
+{
+    if (rate == 0 || chunk_size == 0)
+        return 0;
+    unsigned __int128 bytes = (unsigned __int128)rate * elapsed_ns / 1000000000u;
+    unsigned __int128 cap = (unsigned __int128)rate * TM_REBALANCE_MAX_SAVED_NS / 1000000000u;
+    if (cap < chunk_size)
+        cap = chunk_size; /* a rate under a chunk per cap still moves one, now and then */
+    if (bytes > cap)
+        bytes = cap;
+    return (uint64_t)(bytes / chunk_size);
 }

@@ -12,8 +12,11 @@
  * - demoted chunks go to the first lower tier with room (CXL before DDR); with none,
  *   no swap happens. Carry out the demotions (moves to a lower tier) before the
  *   promotions: they make the HBM room the promotions take.
- * Chunks of equal heat keep address order, so an allocation that is uniformly hot or
- * cold moves whole; moves come out merged into runs of adjacent chunks of one allocation
+ * Chunks holding model-file data (`loaded`) rank as if TM_REBALANCE_MARGIN times hotter:
+ * a launch credits every buffer it is handed alike, and of a weight matrix and the output
+ * buffer one launch reads and writes, the weights are what every step reads whole; a
+ * difference within the margin is one no swap acts on anyway. Chunks of equal rank keep
+ * address order, so an allocation that is uniformly hot or cold moves whole; moves come out merged into runs of adjacent chunks of one allocation
  * going to one tier, each marked `whole` when it covers its allocation. */
 #ifndef TM_POLICY_REBALANCE_H
 #define TM_POLICY_REBALANCE_H
@@ -34,6 +37,7 @@ typedef struct tm_rebalance_alloc {
                                  * no tier (dropped by the file tier), never moved */
     const double *heat;         /* [chunks] heat of each chunk (policy/heat.h) */
     const uint32_t *idle;       /* [chunks] passes since the chunk last moved, or NULL: never */
+    bool loaded;                /* holds data copied from a model file (weights) */
 } tm_rebalance_alloc;
 
 typedef struct tm_rebalance_input {
@@ -59,5 +63,12 @@ int tm_rebalance_plan(const tm_rebalance_input *input, tm_rebalance_move *out, s
 /* Chunk moves allowed for a pass of `interval_ns` at `rate` bytes/s (at least one when the
  * rate is not zero, so a slow budget still makes progress). */
 uint64_t tm_rebalance_budget(uint64_t rate, uint64_t interval_ns, uint64_t chunk_size);
+
+/* Chunk moves earned `elapsed_ns` after the last pass at `rate` bytes/s: whole chunks only
+ * (0: wait, the time keeps counting), and at most TM_REBALANCE_MAX_SAVED_NS worth of
+ * them (or one chunk when the rate is slower than that), so an idle spell does not turn
+ * into a burst. Passes that come often then move little each, and the rate holds. */
+#define TM_REBALANCE_MAX_SAVED_NS 1000000000ull
+uint64_t tm_rebalance_earned(uint64_t rate, uint64_t elapsed_ns, uint64_t chunk_size);
 
 #endif /* TM_POLICY_REBALANCE_H */

@@ -18,6 +18,7 @@
 #include "preload/migrate.h"
 #include "preload/stats.h"
 #include "preload/stream_ring.h"
+#include "preload/warm_start.h"
 
 /* Buffer ids of chunked allocations: above anything a driver hands out. */
 static uint64_t next_buffer_id = (uint64_t)1 << 62;
@@ -32,7 +33,7 @@ tm_route tm_route_allocation(uint64_t bytes, tm_device **device, CUcontext *ctx)
     if (tm_policy_wants_chunks(&(*device)->policy, &desc))
         return TM_ROUTE_CHUNKED;
     /* a small allocation the HBM limit cannot take any more goes to the lower tiers */
-    uint64_t hbm_used = tm_stats_tier_used(TM_TIER_HBM);
+    uint64_t hbm_used = __atomic_load_n(&(*device)->hbm_used, __ATOMIC_RELAXED);
     if (hbm_used + bytes > (*device)->tiers.tier[TM_TIER_HBM].limit)
         return TM_ROUTE_CHUNKED;
     return TM_ROUTE_SMALL;
@@ -40,12 +41,12 @@ tm_route tm_route_allocation(uint64_t bytes, tm_device **device, CUcontext *ctx)
 
 /* ---------------------------------------------------------------- counting */
 
-static void charge_plan(const tm_plan *plan, int sign)
+static void charge_plan(tm_device *device, const tm_plan *plan, int sign)
 {
     for (int t = 0; t < TM_TIER_COUNT; t++) {
         int64_t chunks = (int64_t)plan->per_tier[t];
         if (chunks)
-            tm_stats_tier_add((tm_tier_id)t, sign * chunks * (int64_t)plan->chunk_size, sign * chunks);
+            tm_device_charge(device, (tm_tier_id)t, sign * chunks * (int64_t)plan->chunk_size, sign * chunks);
     }
 }
 
@@ -66,7 +67,8 @@ static void record_in_stats(tm_alloc *a)
                          a->backing ? a->backing->plan.chunk_size : 2 * TM_MIB);
 }
 
-tm_alloc *tm_track_driver_alloc(CUcontext ctx, CUdeviceptr dptr, uint64_t bytes, uint32_t path, bool managed)
+tm_alloc *tm_track_driver_alloc(tm_device *device, CUcontext ctx, CUdeviceptr dptr, uint64_t bytes, uint32_t path,
+                                bool managed)
 {
     tm_alloc *a = calloc(1, sizeof *a);
     if (!a) {
@@ -75,6 +77,7 @@ tm_alloc *tm_track_driver_alloc(CUcontext ctx, CUdeviceptr dptr, uint64_t bytes,
     }
     a->range = (tm_range){ .base = dptr, .size = bytes };
     a->ctx = ctx;
+    a->device = device;
     a->path = path;
     a->managed = managed;
     a->stats_slot = -1;
@@ -91,7 +94,7 @@ tm_alloc *tm_track_driver_alloc(CUcontext ctx, CUdeviceptr dptr, uint64_t bytes,
     } else {
         tm_stat_add(small_count, 1);
         tm_stat_add(small_bytes, bytes);
-        tm_stats_tier_add(TM_TIER_HBM, (int64_t)bytes, 0);
+        tm_device_charge(device, TM_TIER_HBM, (int64_t)bytes, 0);
     }
     tm_stat_add(alloc_total, 1);
     return a;
@@ -105,7 +108,7 @@ void tm_forget(tm_alloc *a)
     } else {
         tm_stat_sub(small_count, 1);
         tm_stat_sub(small_bytes, a->range.size);
-        tm_stats_tier_add(TM_TIER_HBM, -(int64_t)a->range.size, 0);
+        tm_device_charge(a->device, TM_TIER_HBM, -(int64_t)a->range.size, 0);
     }
     tm_stats_record_remove(a->stats_slot);
     tm_heat_alloc_detach(a);
@@ -146,7 +149,7 @@ bool tm_alloc_chunked(tm_device *device, CUcontext ctx, uint64_t bytes, uint32_t
                 now.tier[t].present = false;
         bool fits = tm_policy_place(&device->policy, &now, &desc, &plan);
         if (fits)
-            charge_plan(&plan, +1);
+            charge_plan(device, &plan, +1);
         tm_device_place_unlock(device);
         if (!fits && room_rounds < 16) {
             /* the file tier drops chunks it can read back, and placement starts over (the
@@ -171,6 +174,7 @@ bool tm_alloc_chunked(tm_device *device, CUcontext ctx, uint64_t bytes, uint32_t
             if (a) {
                 a->range = (tm_range){ .base = backing->base, .size = bytes };
                 a->ctx = ctx;
+                a->device = device;
                 a->path = path;
                 a->backing = backing;
                 a->id = __atomic_fetch_add(&next_buffer_id, 1, __ATOMIC_RELAXED);
@@ -178,7 +182,7 @@ bool tm_alloc_chunked(tm_device *device, CUcontext ctx, uint64_t bytes, uint32_t
             if (!a || !tm_registry_insert(&a->range)) {
                 free(a);
                 tm_backing_destroy(backing);
-                charge_plan(&plan, -1);
+                charge_plan(device, &plan, -1);
                 tm_log_once(TM_LOG_WARN, "cannot record a chunked allocation; passing such calls through");
                 tm_stat_add(passthrough_total, 1);
                 return false;
@@ -197,15 +201,15 @@ bool tm_alloc_chunked(tm_device *device, CUcontext ctx, uint64_t bytes, uint32_t
             return true;
         }
         case TM_BACKING_TIER_FULL:
-            charge_plan(&plan, -1);
+            charge_plan(device, &plan, -1);
             full[tier] = true;
             continue;
         case TM_BACKING_TIER_REFUSED:
-            charge_plan(&plan, -1);
+            charge_plan(device, &plan, -1);
             refuse_tier(device, tier, driver_result);
             continue;
         case TM_BACKING_INTERNAL:
-            charge_plan(&plan, -1);
+            charge_plan(device, &plan, -1);
             tm_log_once(TM_LOG_WARN, "a chunked allocation failed in the driver (error %d); passing the call "
                         "through", (int)driver_result);
             tm_stat_add(passthrough_total, 1);
@@ -242,8 +246,8 @@ uint64_t tm_alloc_move_chunks(tm_device *device, tm_alloc *a, uint64_t first, ui
             break;
         if (!tm_backing_replace_chunk(b, i, tier, &device->target))
             break;
-        tm_stats_tier_add(tier, (int64_t)chunk, 1);
-        tm_stats_tier_add(from, -(int64_t)chunk, -1);
+        tm_device_charge(device, tier, (int64_t)chunk, 1);
+        tm_device_charge(device, from, -(int64_t)chunk, -1);
         moved++;
     }
     tm_device_place_unlock(device);
@@ -304,10 +308,11 @@ void tm_free_chunked(tm_alloc *a, tm_wait wait, CUstream stream)
         tm_forget(a);
         return;
     }
+    tm_warm_start_note(a);
     tm_migrate_lock(); /* none of its chunks is mid-migration */
     tm_file_tier_forget(a);
     tm_stream_ring_forget(a->backing->base, a->backing->bytes);
-    charge_plan(&a->backing->plan, -1);
+    charge_plan(a->device, &a->backing->plan, -1);
     tm_backing_destroy(a->backing);
     tm_migrate_unlock();
     tm_stats_record_remove(a->stats_slot);
@@ -345,6 +350,7 @@ static void copy_view(const tm_range *range, void *arg)
     view->ctx = a->ctx;
     view->chunked = a->backing != NULL;
     view->id = a->id;
+    view->device = a->device ? a->device->ordinal : 0;
 }
 
 struct claim {
@@ -410,46 +416,6 @@ void tm_release_context(CUcontext ctx, bool context_alive)
     free(taken);
 }
 
-/* Bases released at exit, sorted, for frees the program still makes afterwards. */
-static CUdeviceptr *released_bases;
-static size_t released_count;
-
-static int compare_bases(const void *a, const void *b)
-{
-    CUdeviceptr x = *(const CUdeviceptr *)a, y = *(const CUdeviceptr *)b;
-    return (x > y) - (x < y);
-}
-
-void tm_release_all_at_exit(void)
-{
-    size_t count;
-    tm_range **taken = tm_registry_take(every, NULL, &count);
-    CUdeviceptr *bases = count ? malloc(count * sizeof *bases) : NULL;
-    for (size_t i = 0; i < count; i++) {
-        tm_alloc *a = (tm_alloc *)taken[i];
-        if (bases)
-            bases[i] = a->range.base;
-        if (a->backing) {
-            tm_free_chunked(a, TM_WAIT_CONTEXT, NULL);
-            continue;
-        }
-        free_driver_memory(a);
-        tm_forget(a);
-    }
-    free(taken);
-    if (bases) {
-        qsort(bases, count, sizeof *bases, compare_bases);
-        released_count = count;
-        __atomic_store_n(&released_bases, bases, __ATOMIC_RELEASE);
-    }
-}
-
-bool tm_released_at_exit(CUdeviceptr dptr)
-{
-    CUdeviceptr *bases = __atomic_load_n(&released_bases, __ATOMIC_ACQUIRE);
-    return bases && bsearch(&dptr, bases, released_count, sizeof *bases, compare_bases);
-}
-
 /* The records are the parent's; the memory they describe is not the child's to touch. */
 void tm_forget_all_in_child(void)
 {
@@ -468,4 +434,35 @@ void tm_forget_all_in_child(void)
         free(a);
     }
     free(taken);
+}
+
+/* ---------------------------------------------------------------- peer access */
+
+typedef struct peer_grant {
+    const tm_device *owner;
+    CUmemAccessDesc access;
+} peer_grant;
+
+static void grant(const tm_range *record, void *arg)
+{
+    const tm_alloc *a = (const tm_alloc *)record;
+    peer_grant *g = arg;
+    if (a->device != g->owner || !a->backing || a->backing->pinned_host)
+        return;
+    CUresult result = tm_real.cuMemSetAccess(a->backing->base, a->backing->bytes, &g->access, 1);
+    if (result != CUDA_SUCCESS)
+        tm_log_once(TM_LOG_WARN, "device %d cannot be given access to device %d's chunks (error %d)",
+                    (int)g->access.location.id, (int)g->owner->ordinal, (int)result);
+}
+
+void tm_grant_peer_access(tm_device *owner, CUdevice accessor)
+{
+    peer_grant g = {
+        .owner = owner,
+        .access = { .location = { .type = CU_MEM_LOCATION_TYPE_DEVICE, .id = accessor },
+                    .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE },
+    };
+    tm_migrate_lock(); /* no chunk is being remapped meanwhile */
+    tm_registry_each(grant, &g);
+    tm_migrate_unlock();
 }

@@ -19,6 +19,7 @@ typedef struct tm_file_chunks tm_file_chunks;
 typedef struct tm_alloc {
     tm_range range;         /* base: the program's pointer; size: the bytes it asked for */
     CUcontext ctx;          /* the context current at allocation */
+    tm_device *device;      /* its device, when tiered (HBM is counted per device) */
     uint32_t path;          /* enum tm_stats_path */
     bool managed;           /* cuMemAllocManaged: counted, not placed */
     bool baseline;          /* managed memory made in place of chunks (TIERMEM_POLICY=managed*) */
@@ -54,7 +55,7 @@ bool tm_alloc_chunked(tm_device *device, CUcontext ctx, uint64_t bytes, uint32_t
 
 /* Counts memory the driver allocated (small or managed); the record, or NULL when it could
  * not be kept. */
-tm_alloc *tm_track_driver_alloc(CUcontext ctx, CUdeviceptr dptr, uint64_t bytes, uint32_t path, bool managed);
+tm_alloc *tm_track_driver_alloc(tm_device *device, CUcontext ctx, CUdeviceptr dptr, uint64_t bytes, uint32_t path, bool managed);
 
 /* Takes the record of the allocation starting exactly at `dptr` out of the registry
  * (NULL when there is none). The caller then frees it, or puts it back. */
@@ -95,15 +96,13 @@ void tm_free_chunked(tm_alloc *alloc, tm_wait wait, CUstream stream);
  * read-mostly; true (with its range) only for the call that marked it. */
 bool tm_claim_read_mostly(CUdeviceptr address, CUdeviceptr *base, uint64_t *size);
 
-/* Was `dptr` released by the exit handler? (A program may free it afterwards.) */
-bool tm_released_at_exit(CUdeviceptr dptr);
-
 /* What the info hooks report about an address inside a tracked allocation. */
 typedef struct tm_alloc_view {
     CUdeviceptr base;
     uint64_t size;          /* requested */
     uint64_t extent;        /* mapped: chunked allocations round up to whole chunks */
     CUcontext ctx;
+    CUdevice device;        /* the device it was allocated on */
     bool chunked;
     uint64_t id;
 } tm_alloc_view;
@@ -111,9 +110,12 @@ typedef struct tm_alloc_view {
 bool tm_lookup(CUdeviceptr address, tm_alloc_view *view);
 
 /* Teardown: everything a context allocated (before it is destroyed, or after, with
- * `context_alive` false), and everything at exit. */
+ * `context_alive` false). Nothing is released at exit: that is the driver's. */
 void tm_release_context(CUcontext ctx, bool context_alive);
-void tm_release_all_at_exit(void);
+
+/* Gives device `accessor` read-write access to every chunked allocation of `owner` (peer
+ * access the program enabled). */
+void tm_grant_peer_access(tm_device *owner, CUdevice accessor);
 
 /* A fork child drops the parent's records without touching the memory. */
 void tm_forget_all_in_child(void);

@@ -10,6 +10,23 @@
 #include "preload/driver.h"
 #include "preload/log.h"
 
+size_t tm_backing_access(const tm_backing_target *target, CUmemAccessDesc desc[TM_BACKING_ACCESS_MAX])
+{
+    size_t n = 0;
+    desc[n++] = (CUmemAccessDesc){
+        .location = { .type = CU_MEM_LOCATION_TYPE_DEVICE, .id = target->device },
+        .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+    };
+    uint64_t peers = __atomic_load_n(&target->peers, __ATOMIC_ACQUIRE);
+    for (int d = 0; d < 64 && n < TM_BACKING_ACCESS_MAX; d++)
+        if (peers & ((uint64_t)1 << d))
+            desc[n++] = (CUmemAccessDesc){
+                .location = { .type = CU_MEM_LOCATION_TYPE_DEVICE, .id = d },
+                .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+            };
+    return n;
+}
+
 /* ---------------------------------------------------------------- VMM */
 
 static CUmemAllocationProp chunk_properties(const tm_backing_target *target, tm_tier_id tier)
@@ -72,11 +89,8 @@ static tm_backing_failure vmm_create(tm_backing *b, const tm_backing_target *tar
         }
     }
 
-    CUmemAccessDesc access = {
-        .location = { .type = CU_MEM_LOCATION_TYPE_DEVICE, .id = target->device },
-        .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
-    };
-    *result = tm_real.cuMemSetAccess(b->base, b->bytes, &access, 1);
+    CUmemAccessDesc access[TM_BACKING_ACCESS_MAX];
+    *result = tm_real.cuMemSetAccess(b->base, b->bytes, access, tm_backing_access(target, access));
     if (*result != CUDA_SUCCESS) {
         vmm_undo(b, b->plan.chunks);
         return TM_BACKING_INTERNAL;
@@ -187,21 +201,19 @@ bool tm_backing_replace_chunk(tm_backing *b, uint64_t index, tm_tier_id tier, co
     CUmemGenericAllocationHandle fresh;
     if (tm_real.cuMemCreate(&fresh, chunk, &prop, 0) != CUDA_SUCCESS)
         return false;
-    CUmemAccessDesc access = {
-        .location = { .type = CU_MEM_LOCATION_TYPE_DEVICE, .id = target->device },
-        .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
-    };
+    CUmemAccessDesc access[TM_BACKING_ACCESS_MAX];
+    size_t access_count = tm_backing_access(target, access);
     if (tm_real.cuMemUnmap(at, chunk) != CUDA_SUCCESS) {
         tm_release_call(tm_real.cuMemRelease(fresh));
         return false;
     }
     if (tm_real.cuMemMap(at, chunk, 0, fresh, 0) != CUDA_SUCCESS ||
-        tm_real.cuMemSetAccess(at, chunk, &access, 1) != CUDA_SUCCESS) {
+        tm_real.cuMemSetAccess(at, chunk, access, access_count) != CUDA_SUCCESS) {
         /* put the old handle back: the program must keep a mapped address */
         tm_real.cuMemUnmap(at, chunk);
         tm_release_call(tm_real.cuMemRelease(fresh));
         if (tm_real.cuMemMap(at, chunk, 0, b->handle[index], 0) != CUDA_SUCCESS ||
-            tm_real.cuMemSetAccess(at, chunk, &access, 1) != CUDA_SUCCESS)
+            tm_real.cuMemSetAccess(at, chunk, access, access_count) != CUDA_SUCCESS)
             tm_log_once(TM_LOG_ERROR, "a chunk at 0x%llx could not be mapped again after a failed move",
                         (unsigned long long)at);
         return false;

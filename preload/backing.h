@@ -18,10 +18,16 @@ typedef struct tm_backing_target {
     CUdevice device;
     int node[TM_TIER_COUNT];   /* NUMA node of each host tier */
     bool pinned_host;          /* lower tiers as pinned host memory */
+    uint64_t peers;            /* bit d: device d has peer access to this device's memory
+                                * (atomic: it grows while the program runs) */
 } tm_backing_target;
 
 /* backing->tier of a chunk the file tier dropped (file_tier.h): unmapped, handle 0. */
 #define TM_TIER_DROPPED 0xff
+
+/* The access a chunk mapping gets: read-write for the device and each of its peers. */
+#define TM_BACKING_ACCESS_MAX 65
+size_t tm_backing_access(const tm_backing_target *target, CUmemAccessDesc desc[TM_BACKING_ACCESS_MAX]);
 
 typedef struct tm_backing {
     CUdeviceptr base;          /* where the program sees the memory */

@@ -23,7 +23,7 @@ static bool charge_room(tm_device *device, tm_tier_id tier)
     tm_device_tiers_now(device, &now);
     bool room = now.tier[tier].present && tm_tier_room(&now, tier) >= chunk;
     if (room)
-        tm_stats_tier_add(tier, (int64_t)chunk, 0);
+        tm_device_charge(device, tier, (int64_t)chunk, 0);
     tm_device_place_unlock(device);
     return room;
 }
@@ -38,7 +38,7 @@ static bool create_chunk(tm_device *device, tm_tier_id tier, CUmemGenericAllocat
     prop.location.type = tier == TM_TIER_HBM ? CU_MEM_LOCATION_TYPE_DEVICE : CU_MEM_LOCATION_TYPE_HOST_NUMA;
     prop.location.id = tier == TM_TIER_HBM ? device->target.device : device->target.node[tier];
     if (tm_real.cuMemCreate(handle, device->policy.chunk_size, &prop, 0) != CUDA_SUCCESS) {
-        tm_stats_tier_add(tier, -(int64_t)device->policy.chunk_size, 0);
+        tm_device_charge(device, tier, -(int64_t)device->policy.chunk_size, 0);
         return false;
     }
     return true;
@@ -70,7 +70,7 @@ void tm_chunk_pool_give(tm_device *device, tm_tier_id tier, CUmemGenericAllocati
     pthread_mutex_unlock(&pool_lock);
     if (!kept) {
         tm_release_call(tm_real.cuMemRelease(handle));
-        tm_stats_tier_add(tier, -(int64_t)device->policy.chunk_size, 0);
+        tm_device_charge(device, tier, -(int64_t)device->policy.chunk_size, 0);
     }
 }
 
@@ -102,7 +102,7 @@ void tm_chunk_pool_drain(void)
     for (int t = 0; t < TM_TIER_COUNT; t++) {
         for (int i = 0; i < pool[t].count; i++) {
             tm_release_call(tm_real.cuMemRelease(pool[t].handle[i]));
-            tm_stats_tier_add((tm_tier_id)t, -(int64_t)pool[t].chunk_size, 0);
+            tm_device_charge(tm_device_ready(), (tm_tier_id)t, -(int64_t)pool[t].chunk_size, 0); /* the migrating device's */
         }
         pool[t].count = 0;
     }

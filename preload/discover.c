@@ -294,12 +294,13 @@ void tm_discover_tiers(const tm_config *config, CUdevice device, uint64_t device
     hbm->present = true;
     hbm->node = -1;
     hbm->limit = device_memory;
-    if (config->hbm_limit.set) {
-        if (config->hbm_limit.bytes > device_memory)
-            tm_warn("TIERMEM_HBM_LIMIT is above the device's memory; using the device's %llu bytes",
+    tm_opt_size hbm_limit = tm_config_hbm_limit(config, (int)device);
+    if (hbm_limit.set) {
+        if (hbm_limit.bytes > device_memory)
+            tm_warn("TIERMEM_HBM_LIMIT is above device %d's memory; using the device's %llu bytes", (int)device,
                     (unsigned long long)device_memory);
         else
-            hbm->limit = config->hbm_limit.bytes;
+            hbm->limit = hbm_limit.bytes;
     }
     snprintf(out->source[TM_TIER_HBM], sizeof out->source[0], "device %d", (int)device);
 

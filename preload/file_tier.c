@@ -138,6 +138,8 @@ void tm_file_tier_filled(tm_alloc *a, uint64_t index, const tm_model_file *file,
 {
     if (!__atomic_load_n(&enabled, __ATOMIC_ACQUIRE) || !a->backing || a->backing->pinned_host || !file->path[0])
         return;
+    if (a->device && a->device != tier_device) /* read-backs take chunks of the first device's tiers */
+        return;
     tm_file_chunks *c = whole ? chunks_of(a) : __atomic_load_n(&a->file, __ATOMIC_ACQUIRE);
     if (!c || index >= c->count)
         return;
@@ -266,14 +268,6 @@ static bool read_chunk(const tm_alloc *a, uint64_t index, const file_chunk *k)
 }
 
 /* ---------------------------------------------------------------- dropping */
-
-static CUmemAccessDesc device_access(const tm_device *d)
-{
-    return (CUmemAccessDesc){
-        .location = { .type = CU_MEM_LOCATION_TYPE_DEVICE, .id = d->target.device },
-        .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
-    };
-}
 
 /* The device copy of a chunk still hashes as the file's bytes (nothing wrote it since). */
 static bool still_clean(const tm_alloc *a, uint64_t index, const file_chunk *k)
@@ -408,9 +402,10 @@ static CUresult read_back(tm_device *d, tm_alloc *a, uint64_t index, uint64_t be
                     "the work that needs it fails with out of memory");
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
-    CUmemAccessDesc access = device_access(d);
+    CUmemAccessDesc access[TM_BACKING_ACCESS_MAX]; /* the device and its peers, as at allocation */
+    size_t access_count = tm_backing_access(&d->target, access);
     CUresult r = tm_real.cuMemMap(at, chunk, 0, h, 0);
-    if (r == CUDA_SUCCESS && (r = tm_real.cuMemSetAccess(at, chunk, &access, 1)) != CUDA_SUCCESS)
+    if (r == CUDA_SUCCESS && (r = tm_real.cuMemSetAccess(at, chunk, access, access_count)) != CUDA_SUCCESS)
         tm_release_call(tm_real.cuMemUnmap(at, chunk));
     pthread_mutex_lock(&io_lock);
     pthread_mutex_lock(&file_lock);

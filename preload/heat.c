@@ -44,6 +44,11 @@ tm_heat_source tm_heat_source_active(void)
     return active;
 }
 
+uint64_t tm_heat_tick_ns(void)
+{
+    return clock_.tick_ns;
+}
+
 uint64_t tm_heat_now_tick(void)
 {
     struct timespec now;
@@ -112,4 +117,14 @@ void tm_heat_alloc_credit(tm_alloc *a, uint64_t offset, uint64_t length, double 
         tm_stats_heat_publish(a->stats_slot, a->heat, (uint32_t)first, (uint32_t)(last - first + 1),
                               TM_HEAT_FROM_LAUNCH);
     __atomic_store_n(&a->heat_lock, 0, __ATOMIC_RELEASE);
+}
+
+double tm_heat_alloc_density(const tm_alloc *a, uint32_t h, uint64_t tick)
+{
+    if (!a->heat || h >= a->heat_chunks)
+        return 0.0;
+    const tm_heat_chunk *c = &a->heat[h];
+    double bytes = tm_heat_reads(c, tick) + tm_heat_writes(c, tick);
+    uint64_t extent = a->backing ? a->backing->bytes : a->range.size;
+    return bytes / (double)tm_heat_chunk_bytes(extent, (uint64_t)1 << a->heat_chunk_shift, h);
 }

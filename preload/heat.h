@@ -21,6 +21,8 @@ tm_heat_source tm_heat_source_active(void);
 
 /* CLOCK_MONOTONIC now, as a heat interval. */
 uint64_t tm_heat_now_tick(void);
+/* The length of one heat interval. */
+uint64_t tm_heat_tick_ns(void);
 
 /* Gives a recorded allocation its heat chunks (memory the program cannot reach is never
  * credited: `extent` bytes, whole chunks). Nothing happens with heat off. */
@@ -34,5 +36,10 @@ extern uint64_t tm_heat_span_lo, tm_heat_span_hi;
 /* Credits `bytes` read over [offset, offset + length) of the allocation and publishes the
  * chunks it touched. Safe from any thread while the allocation is registered. */
 void tm_heat_alloc_credit(tm_alloc *alloc, uint64_t offset, uint64_t length, double bytes, uint64_t tick);
+
+/* Decayed bytes accessed per byte of heat chunk `h` as of interval `tick`. Not the 0..1
+ * score of policy/heat.h: that one saturates once a chunk is read whole in an interval,
+ * and a weight read every step must rank above a buffer written once a step. */
+double tm_heat_alloc_density(const tm_alloc *alloc, uint32_t h, uint64_t tick);
 
 #endif /* TM_PRELOAD_HEAT_H */

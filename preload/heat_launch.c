@@ -28,6 +28,10 @@ __thread uint32_t tm_heat_countdown;
 static uint32_t sample_every = 1;
 static __thread uint32_t jitter_state; /* xorshift: samples must not lock onto a period of launches */
 static uint64_t sample_ns = 500; /* running average cost of one sample, from a modest guess */
+static uint32_t burst_len = TM_HEAT_BURST_MIN;
+static __thread uint32_t burst_left;     /* samples left in this thread's burst */
+static __thread uint64_t burst_start_ns; /* when its last burst began */
+static __thread uint64_t burst_launches; /* launches since then */
 
 void tm_heat_launch_enable(void)
 {
@@ -269,6 +273,42 @@ size_t tm_launch_pointers(CUfunction f, void **params, void **extra, uint64_t *v
     return gather_values(l, params, extra, values, &learning);
 }
 
+/* ---------------------------------------------------------------- bursts */
+
+/* A burst begins: its length is set from this thread's launch rate, so that a heat interval
+ * holds TM_HEAT_BURSTS_PER_TICK of them at 1 launch in `every` sampled. */
+static void begin_burst(uint64_t now, uint32_t every)
+{
+    uint32_t len = __atomic_load_n(&burst_len, __ATOMIC_RELAXED);
+    if (burst_start_ns && now > burst_start_ns && burst_launches) {
+        double per_tick = (double)burst_launches / (double)(now - burst_start_ns) * (double)tm_heat_tick_ns();
+        double want = per_tick / ((double)TM_HEAT_BURSTS_PER_TICK * every);
+        len = want < TM_HEAT_BURST_MIN ? TM_HEAT_BURST_MIN : want > TM_HEAT_BURST_MAX ? TM_HEAT_BURST_MAX : (uint32_t)want;
+        __atomic_store_n(&burst_len, len, __ATOMIC_RELAXED);
+    }
+    burst_start_ns = now;
+    burst_launches = 0;
+    burst_left = len;
+}
+
+/* Launches until the next sample: the next one within a burst, else a jittered gap that
+ * keeps 1 launch in `every` sampled on average. */
+static uint32_t next_countdown(uint32_t every, uint32_t seed)
+{
+    burst_launches++;
+    if (burst_left && --burst_left)
+        return 1;
+    uint64_t gap = (uint64_t)(every - 1) * __atomic_load_n(&burst_len, __ATOMIC_RELAXED);
+    uint32_t x = jitter_state ? jitter_state : seed | 1;
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    jitter_state = x;
+    gap = gap / 2 + x % (gap + 1); /* gap on average */
+    burst_launches += gap;
+    return (uint32_t)gap + 1;
+}
+
 /* ---------------------------------------------------------------- crediting */
 
 typedef struct sample {
@@ -294,6 +334,8 @@ void tm_heat_sample_launch(CUfunction f, uint64_t threads, void **params, void *
 {
     uint64_t start = now_ns();
     uint32_t every = __atomic_load_n(&sample_every, __ATOMIC_RELAXED);
+    if (!burst_left)
+        begin_burst(start, every);
     bool learning = false; /* asking the driver for a layout, or a first scan: once per function */
     if (tm_registry_count() != 0 && (params || extra)) {
         param_layout scratch;
@@ -327,12 +369,7 @@ void tm_heat_sample_launch(CUfunction f, uint64_t threads, void **params, void *
         next = 2 * (uint64_t)every;
     next = next < 1 ? 1 : next > TM_HEAT_SAMPLE_EVERY_MAX ? TM_HEAT_SAMPLE_EVERY_MAX : next;
     __atomic_store_n(&sample_every, (uint32_t)next, __ATOMIC_RELAXED);
-    uint32_t x = jitter_state ? jitter_state : (uint32_t)start | 1;
-    x ^= x << 13;
-    x ^= x >> 17;
-    x ^= x << 5;
-    jitter_state = x;
-    tm_heat_countdown = (uint32_t)(next / 2 + x % (next + 1)); /* next on average */
+    tm_heat_countdown = next_countdown((uint32_t)next, (uint32_t)start);
     tm_stat_add(heat_samples, 1);
     tm_stat_add(heat_launches, every);
     __atomic_store_n(&tm_stats->heat_sample_every, next, __ATOMIC_RELAXED);

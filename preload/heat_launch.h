@@ -6,7 +6,12 @@
  * every tracked allocation a parameter points into, over the part of it the parameter can
  * reach. Sampling is 1 launch in N, with N adapted to the measured cost of a sample so the
  * added cost per launch stays near TM_HEAT_LAUNCH_BUDGET_NS on average; each sample counts
- * for the N launches it stands for. */
+ * for the N launches it stands for. Samples come in bursts of consecutive launches (a gap of
+ * about (N - 1) bursts between them), a few bursts per heat interval: a burst sees every
+ * buffer one step of a program hands its kernels, so memory used every step is credited in
+ * the same intervals and ranks level, where lone samples would miss some of it in some
+ * intervals and rank it colder at random. At low launch rates a burst may come less often
+ * than once an interval: then everything it would have seen cools alike. */
 #ifndef TM_PRELOAD_HEAT_LAUNCH_H
 #define TM_PRELOAD_HEAT_LAUNCH_H
 
@@ -18,6 +23,9 @@
 
 #define TM_HEAT_LAUNCH_BUDGET_NS 40   /* average added cost per launch aimed at (goal: under 50) */
 #define TM_HEAT_SAMPLE_EVERY_MAX 65536
+#define TM_HEAT_BURST_MIN 64          /* launches sampled in a row: a step of a small model or more */
+#define TM_HEAT_BURST_MAX 1024
+#define TM_HEAT_BURSTS_PER_TICK 4      /* bursts aimed at per heat interval */
 
 extern bool tm_heat_launch_on;
 extern __thread uint32_t tm_heat_countdown;

@@ -34,7 +34,7 @@ static CUresult serve(size_t bytes, uint32_t path, CUdeviceptr *dptr, driver_all
         tm_alloc_chunked(device, ctx, bytes, path, dptr, &result))
         return result;
     if (result == CUDA_SUCCESS && route != TM_ROUTE_DRIVER)
-        tm_track_driver_alloc(ctx, *dptr, bytes, path, false);
+        tm_track_driver_alloc(device, ctx, *dptr, bytes, path, false);
     return result;
 }
 
@@ -46,7 +46,7 @@ static CUresult release(CUdeviceptr dptr, tm_wait wait, CUstream stream, bool *h
     tm_stream_free_drain();
     tm_alloc *a = tm_untrack(dptr);
     if (!a) {
-        *handled = tm_released_at_exit(dptr);
+        *handled = false;
         return CUDA_SUCCESS;
     }
     if ((a->backing || a->baseline) && wait != TM_WAIT_CONTEXT) {
@@ -123,7 +123,7 @@ CUresult CUDAAPI cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t Wi
     }
     CUresult result = tm_real.cuMemAllocPitch_v2(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
     if (result == CUDA_SUCCESS && route != TM_ROUTE_DRIVER)
-        tm_track_driver_alloc(ctx, *dptr, *pPitch * Height, TM_PATH_MEM_ALLOC_PITCH, false);
+        tm_track_driver_alloc(device, ctx, *dptr, *pPitch * Height, TM_PATH_MEM_ALLOC_PITCH, false);
     return result;
 }
 
@@ -134,8 +134,9 @@ CUresult CUDAAPI cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned 
     TM_HOOK_ENTER(cuMemAllocManaged);
     CUresult result = tm_real.cuMemAllocManaged(dptr, bytesize, flags);
     CUcontext ctx;
-    if (result == CUDA_SUCCESS && tm_device_current(&ctx))
-        tm_track_driver_alloc(ctx, *dptr, bytesize, TM_PATH_MEM_ALLOC_MANAGED, true);
+    tm_device *device;
+    if (result == CUDA_SUCCESS && (device = tm_device_current(&ctx)))
+        tm_track_driver_alloc(device, ctx, *dptr, bytesize, TM_PATH_MEM_ALLOC_MANAGED, true);
     return result;
 }
 

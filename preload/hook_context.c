@@ -1,6 +1,7 @@
 /* hook_context.c — a context takes its allocations with it. Chunked memory belongs to the
  * interposer, not to the context, so it is released here; memory the driver made goes
- * with the context and is only forgotten. */
+ * with the context and is only forgotten. Peer access a context enables reaches the
+ * chunks of the peer's device. */
 #include "preload/alloc.h"
 #include "preload/hook.h"
 #include "preload/stream_free.h"
@@ -21,8 +22,8 @@ CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
 {
     TM_HOOK_ENTER(cuDevicePrimaryCtxRetain);
     CUresult result = tm_real.cuDevicePrimaryCtxRetain(pctx, dev);
-    tm_device *device = tm_device_ready();
-    if (result == CUDA_SUCCESS && device && device->ordinal == dev)
+    tm_device *device = tm_device_of(dev);
+    if (result == CUDA_SUCCESS && device)
         device->primary_ctx = *pctx;
     return result;
 }
@@ -34,13 +35,13 @@ static bool primary_active(CUdevice dev)
     return tm_real.cuDevicePrimaryCtxGetState(dev, &flags, &active) != CUDA_SUCCESS || active;
 }
 
-/* The primary context of `dev`, if it is the tiered device's. A runtime retains it before
+/* The primary context of `dev`, if that device is tiered. A runtime retains it before
  * the first allocation sets the device up, so it may not have been seen: then the driver
  * is asked (a retain and release of an active context changes nothing). */
 static CUcontext known_primary(CUdevice dev)
 {
-    tm_device *device = tm_device_ready();
-    if (!device || device->ordinal != dev)
+    tm_device *device = tm_device_of(dev);
+    if (!device)
         return NULL;
     CUcontext primary = __atomic_load_n(&device->primary_ctx, __ATOMIC_ACQUIRE);
     if (!primary && primary_active(dev) && tm_real.cuDevicePrimaryCtxRetain(&primary, dev) == CUDA_SUCCESS) {
@@ -71,4 +72,14 @@ CUresult CUDAAPI cuDevicePrimaryCtxReset_v2(CUdevice dev)
         tm_release_context(primary, primary_active(dev));
     }
     return tm_real.cuDevicePrimaryCtxReset_v2(dev);
+}
+
+/* Peer access: tiered ranges of the peer's device become accessible to this one. */
+CUresult CUDAAPI cuCtxEnablePeerAccess(CUcontext peerContext, unsigned int Flags)
+{
+    TM_HOOK_ENTER(cuCtxEnablePeerAccess);
+    CUresult result = tm_real.cuCtxEnablePeerAccess(peerContext, Flags);
+    if (result == CUDA_SUCCESS)
+        tm_device_peer_enabled(peerContext);
+    return result;
 }

@@ -87,8 +87,7 @@ static bool chunked_attribute(const tm_alloc_view *view, CUdeviceptr ptr, CUpoin
     case CU_POINTER_ATTRIBUTE_BUFFER_ID:
     case CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID: *(unsigned long long *)data = view->id; return true;
     case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: {
-        const tm_device *device = tm_device_ready();
-        *(int *)data = device ? (int)device->ordinal : 0;
+        *(int *)data = (int)view->device;
         return true;
     }
     case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR: *(CUdeviceptr *)data = view->base; return true;

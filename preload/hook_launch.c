@@ -3,13 +3,15 @@
  * dropped chunks a launch's parameters point into: they are read back first (file_tier.h).
  * The first launch ends the managed baseline's loading phase (managed.h); the `launch`
  * heat source reads the parameters of sampled launches (heat_launch.h) before they go;
- * while chunks are spilled under the heat policy, the staging ring (stream_ring.h) maps
- * the chunks a launch reads before it and records its reads after it. */
+ * every so many launches the heat policy runs a pass first (rebalancer.h); while chunks
+ * are spilled under the heat policy, the staging ring (stream_ring.h) maps the chunks a
+ * launch reads before it and records its reads after it. */
 #include "preload/file_tier.h"
 #include "preload/heat_launch.h"
 #include "preload/hook.h"
 #include "preload/submit_gate.h"
 #include "preload/managed.h"
+#include "preload/rebalancer.h"
 #include "preload/stream_ring.h"
 
 /* The gated launch `call` on `stream`, its dropped chunks read back, with the ring around it. */
@@ -28,6 +30,7 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned in
 {
     TM_HOOK_ENTER(cuLaunchKernel);
     tm_managed_note_launch();
+    tm_rebalancer_on_launch(hStream, false);
     tm_heat_on_launch(f, tm_launch_threads(gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ),
                       kernelParams, extra);
     return TM_LAUNCH(hStream, false, kernelParams, extra,
@@ -41,6 +44,7 @@ CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsign
 {
     TM_HOOK_ENTER(cuLaunchKernel_ptsz);
     tm_managed_note_launch();
+    tm_rebalancer_on_launch(hStream, true);
     tm_heat_on_launch(f, tm_launch_threads(gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ),
                       kernelParams, extra);
     return TM_LAUNCH(hStream, true, kernelParams, extra,
@@ -54,6 +58,7 @@ CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, vo
     tm_managed_note_launch();
     if (!config)
         return TM_FILE_GATED_LAUNCH(f, kernelParams, extra, tm_real.cuLaunchKernelEx(config, f, kernelParams, extra));
+    tm_rebalancer_on_launch(config->hStream, false);
     tm_heat_on_launch(f, tm_launch_threads(config->gridDimX, config->gridDimY, config->gridDimZ,
                                            config->blockDimX, config->blockDimY, config->blockDimZ),
                       kernelParams, extra);
@@ -67,6 +72,7 @@ CUresult CUDAAPI cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction 
     if (!config)
         return TM_FILE_GATED_LAUNCH(f, kernelParams, extra,
                                     tm_real.cuLaunchKernelEx_ptsz(config, f, kernelParams, extra));
+    tm_rebalancer_on_launch(config->hStream, true);
     tm_heat_on_launch(f, tm_launch_threads(config->gridDimX, config->gridDimY, config->gridDimZ,
                                            config->blockDimX, config->blockDimY, config->blockDimZ),
                       kernelParams, extra);

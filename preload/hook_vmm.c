@@ -15,9 +15,9 @@
 
 /* Bytes only: the program's handles are not tiermem's chunks, which the `available` view
  * counts as movable out of HBM (these never move). */
-static void charge(tm_tier_id tier, uint64_t bytes, int sign)
+static void charge(tm_device *device, tm_tier_id tier, uint64_t bytes, int sign)
 {
-    tm_stats_tier_add(tier, sign * (int64_t)bytes, 0);
+    tm_device_charge(device, tier, sign * (int64_t)bytes, 0);
 }
 
 /* Picks the tier for a handle of `bytes` and charges it, as one step. */
@@ -32,7 +32,7 @@ static bool choose_tier(tm_device *device, uint64_t bytes, const bool *excluded,
             now.tier[t].present = false;
     bool found = tm_policy_place_whole(&device->policy, &now, &desc, !device->target.pinned_host, tier);
     if (found)
-        charge(*tier, bytes, +1);
+        charge(device, *tier, bytes, +1);
     tm_device_place_unlock(device);
     return found;
 }
@@ -64,7 +64,7 @@ CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, 
             info.stats_slot = tm_stats_record_add(TM_PATH_MEM_CREATE, 0, size, chunks, 0);
             if (!tm_vmm_handles_add(*handle, &info)) {
                 tm_stats_record_remove(info.stats_slot);
-                charge(tier, size, -1);
+                charge(device, tier, size, -1);
             }
             tm_stat_add(alloc_total, 1);
             uint64_t per_tier[TM_TIER_COUNT] = { 0 };
@@ -75,7 +75,7 @@ CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, 
                          placed.location.id);
             return CUDA_SUCCESS;
         }
-        charge(tier, size, -1);
+        charge(device, tier, size, -1);
         if (result != CUDA_ERROR_OUT_OF_MEMORY && tier == TM_TIER_HBM)
             return result; /* the driver's own verdict on the program's request */
         excluded[tier] = true;
@@ -89,10 +89,10 @@ CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, 
 /* A handle's memory ends when it is released and no mapping of it is left. */
 static void memory_gone(const tm_vmm_handle_info *info)
 {
-    tm_device *device = tm_device_ready();
+    tm_device *device = tm_device_of(info->asked.location.id);
     if (!device)
         return;
-    charge(info->tier, info->bytes, -1);
+    charge(device, info->tier, info->bytes, -1);
     tm_stats_record_remove(info->stats_slot);
     tm_stat_add(free_total, 1);
 }

@@ -30,7 +30,7 @@ bool tm_alloc_managed(tm_device *device, CUcontext ctx, uint64_t bytes, uint32_t
         tm_stat_add(passthrough_total, 1);
         return false;
     }
-    tm_alloc *a = tm_track_driver_alloc(ctx, *dptr, bytes, path, true);
+    tm_alloc *a = tm_track_driver_alloc(device, ctx, *dptr, bytes, path, true);
     if (a)
         a->baseline = true;
     bool prefer = tm_managed_prefers_device(&device->policy) && tm_real.cuMemAdvise_v2;
@@ -52,7 +52,7 @@ void tm_managed_note_fill(CUdeviceptr dst)
 {
     if (!__atomic_load_n(&watching, __ATOMIC_ACQUIRE))
         return;
-    tm_device *device = tm_device_ready();
+    tm_device *device = tm_device_ready(); /* the managed policy's settings are every device's */
     if (!device || !tm_managed_read_mostly_on_fill(&device->policy, __atomic_load_n(&launched, __ATOMIC_ACQUIRE)))
         return;
     CUdeviceptr base;

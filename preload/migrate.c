@@ -71,7 +71,7 @@ static bool ensure_staging(uint64_t chunk)
 /* ---------------------------------------------------------------- one batch */
 
 static CUresult map_chunks(CUdeviceptr at, const CUmemGenericAllocationHandle *handle, uint64_t count,
-                           uint64_t chunk, CUdevice device)
+                           uint64_t chunk, const tm_backing_target *target)
 {
     for (uint64_t i = 0; i < count; i++) {
         CUresult r = tm_real.cuMemMap(at + i * chunk, chunk, 0, handle[i], 0);
@@ -81,11 +81,8 @@ static CUresult map_chunks(CUdeviceptr at, const CUmemGenericAllocationHandle *h
             return r;
         }
     }
-    CUmemAccessDesc access = {
-        .location = { .type = CU_MEM_LOCATION_TYPE_DEVICE, .id = device },
-        .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
-    };
-    CUresult r = tm_real.cuMemSetAccess(at, count * chunk, &access, 1);
+    CUmemAccessDesc access[TM_BACKING_ACCESS_MAX];
+    CUresult r = tm_real.cuMemSetAccess(at, count * chunk, access, tm_backing_access(target, access));
     if (r != CUDA_SUCCESS)
         tm_release_call(tm_real.cuMemUnmap(at, count * chunk));
     return r;
@@ -114,8 +111,8 @@ static CUresult remap(tm_device *d, tm_alloc *a, uint64_t first, uint64_t count,
     r = tm_real.cuMemUnmap(at, count * chunk);
     if (r != CUDA_SUCCESS)
         return r;
-    r = map_chunks(at, fresh, count, chunk, d->target.device);
-    if (r != CUDA_SUCCESS && map_chunks(at, &b->handle[first], count, chunk, d->target.device) != CUDA_SUCCESS)
+    r = map_chunks(at, fresh, count, chunk, &d->target);
+    if (r != CUDA_SUCCESS && map_chunks(at, &b->handle[first], count, chunk, &d->target) != CUDA_SUCCESS)
         tm_log_once(TM_LOG_WARN, "a failed migration could not map the old chunks back at 0x%llx",
                     (unsigned long long)at);
     return r;
@@ -137,8 +134,9 @@ static void settle(tm_device *d, tm_alloc *a, uint64_t first, uint64_t count, tm
         b->tier[i] = (uint8_t)to;
         b->plan.per_tier[from]--;
         b->plan.per_tier[to]++;
-        tm_stats_tier_add(from, 0, -1);
-        tm_stats_tier_add(to, 0, 1);
+        tm_device_charge(d, from, 0, -1);
+        tm_device_charge(d, to, 0, 1);
+        __atomic_fetch_add(&tm_stats->tier[from].migrated_out[to < from ? to : to - 1], 1, __ATOMIC_RELAXED);
     }
     uint32_t chunks[TM_STATS_TIERS];
     for (int t = 0; t < TM_STATS_TIERS; t++)
@@ -156,7 +154,7 @@ static CUresult move_batch(tm_device *d, tm_alloc *a, uint64_t first, uint64_t c
     uint64_t got = 0;
     while (got < count && tm_chunk_pool_take(d, to, &fresh[got]))
         got++;
-    CUresult r = got < count ? CUDA_ERROR_OUT_OF_MEMORY : map_chunks(staging, fresh, count, chunk, d->target.device);
+    CUresult r = got < count ? CUDA_ERROR_OUT_OF_MEMORY : map_chunks(staging, fresh, count, chunk, &d->target);
     if (r == CUDA_SUCCESS) {
         /* read with the gate closed, `before` counts only submissions that are queued
          * (or done): once they drain, the copy sees their writes */
@@ -223,7 +221,7 @@ CUresult tm_migrate_range(CUdeviceptr address, uint64_t bytes, tm_tier_id to)
     tm_alloc *a = NULL;
     CUresult r = CUDA_ERROR_INVALID_VALUE;
     if (tm_registry_find(address, take_record, &a) && a->backing && address + bytes <= a->range.base + a->backing->bytes) {
-        if (a->backing->pinned_host) {
+        if (a->backing->pinned_host || a->device != d) { /* chunks move on the first device only */
             r = CUDA_ERROR_NOT_SUPPORTED;
         } else {
             uint64_t chunk = a->backing->plan.chunk_size;

@@ -93,7 +93,8 @@ static void label_allocation(const tm_range *record, void *arg)
         uint64_t chunk_live_end = chunk_start + chunk < live_end ? chunk_start + chunk : live_end;
         bool covered = from == chunk_start && end >= chunk_live_end;
         tm_file_tier_filled(a, i, job->file, job->offset + (from - job->dst), covered, job->src + (from - job->dst));
-        tm_tier_id tier = rule_tier(job->device, a, t);
+        tm_device *device = a->device ? a->device : job->device; /* the allocation's own */
+        tm_tier_id tier = rule_tier(device, a, t);
         if (tier == TM_TIER_COUNT || tier == tm_backing_chunk_tier(a->backing, i))
             continue;
         bool whole = covered;
@@ -106,7 +107,7 @@ static void label_allocation(const tm_range *record, void *arg)
             synchronised = tm_real.cuCtxSynchronize() == CUDA_SUCCESS;
             whole = synchronised;
         }
-        if (!tm_alloc_move_chunks(job->device, a, i, 1, tier, whole ? TM_MOVE_BYTES_DEAD : TM_MOVE_BYTES_KEEP))
+        if (!tm_alloc_move_chunks(device, a, i, 1, tier, whole ? TM_MOVE_BYTES_DEAD : TM_MOVE_BYTES_KEEP))
             tm_log_once(TM_LOG_INFO, "tensor %s: a name rule sends it to %s, but a chunk of it cannot move "
                         "(no room, or too many moves waiting); it stays where it is", t->name, tm_tier_name(tier));
     }

@@ -12,6 +12,8 @@
 #include "preload/log.h"
 #include "preload/migrate.h"
 #include "preload/stats.h"
+#include "preload/stream_free.h"
+#include "preload/warm_start.h"
 
 static pthread_t thread;
 static bool running;
@@ -19,7 +21,19 @@ static pthread_mutex_t stop_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t stop_cond = PTHREAD_COND_INITIALIZER;
 static bool stopping;
 static tm_device *rebalanced;
-static uint64_t pass_budget;   /* chunk moves per pass */
+static uint64_t migrate_rate;   /* bytes/s */
+static pthread_mutex_t pass_lock = PTHREAD_MUTEX_INITIALIZER; /* one pass at a time */
+static uint64_t last_pass_ns;   /* CLOCK_MONOTONIC of the last pass (or of the start) */
+bool tm_rebalance_on_launches;
+bool tm_rebalance_soon;
+__thread uint32_t tm_rebalance_countdown = TM_REBALANCE_LAUNCHES;
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 /* ---------------------------------------------------------------- snapshot */
 
@@ -30,9 +44,11 @@ typedef struct snap_alloc {
     uint8_t *tier;      /* [chunks] */
     double *heat;       /* [chunks] */
     uint32_t *idle;     /* [chunks] */
+    bool loaded;        /* model-file data was copied into it */
 } snap_alloc;
 
 typedef struct snapshot {
+    const tm_device *device;   /* the device whose allocations are rebalanced */
     snap_alloc *alloc;
     size_t count, capacity;
     uint64_t tick;
@@ -45,7 +61,7 @@ static void take_alloc(const tm_range *range, void *arg)
     const tm_alloc *a = (const tm_alloc *)range;
     snapshot *s = arg;
     const tm_backing *b = a->backing;
-    if (!b || b->pinned_host || s->out_of_memory)
+    if (!b || b->pinned_host || s->out_of_memory || a->device != s->device)
         return;
     if (s->count == s->capacity) {
         size_t capacity = s->capacity ? 2 * s->capacity : 16;
@@ -60,6 +76,7 @@ static void take_alloc(const tm_range *range, void *arg)
     uint64_t n = b->plan.chunks;
     snap_alloc *sa = &s->alloc[s->count];
     *sa = (snap_alloc){ .base = b->base, .chunk_size = b->plan.chunk_size, .chunks = n,
+                        .loaded = __atomic_load_n(&a->label, __ATOMIC_ACQUIRE) != NULL,
                         .tier = malloc(n), .heat = malloc(n * sizeof(double)), .idle = malloc(n * sizeof(uint32_t)) };
     if (!sa->tier || !sa->heat || !sa->idle) {
         free(sa->tier);
@@ -68,14 +85,14 @@ static void take_alloc(const tm_range *range, void *arg)
         s->out_of_memory = true;
         return;
     }
+    const float *profiled = tm_warm_start_heat(a);
     for (uint64_t i = 0; i < n; i++) {
         sa->tier[i] = b->tier ? b->tier[i] : (uint8_t)tm_plan_chunk_tier(&b->plan, i);
         sa->idle[i] = b->moved && b->moved[i] ? s->pass - b->moved[i] : TM_REBALANCE_NEVER;
         uint64_t h = a->heat ? (i * b->plan.chunk_size) >> a->heat_chunk_shift : 0;
-        sa->heat[i] = a->heat && h < a->heat_chunks
-                          ? tm_heat_value(&a->heat[h], s->tick,
-                                          tm_heat_chunk_bytes(b->bytes, (uint64_t)1 << a->heat_chunk_shift, h))
-                          : 0.0;
+        sa->heat[i] = h < a->heat_chunks ? tm_heat_alloc_density(a, (uint32_t)h, s->tick) : 0.0;
+        if (profiled && h < a->heat_chunks && profiled[h] > sa->heat[i])
+            sa->heat[i] = profiled[h];
     }
     s->count++;
 }
@@ -101,13 +118,18 @@ static void carry_out(const snapshot *s, const tm_rebalance_move *moves, int cou
             if ((m->to == TM_TIER_HBM) != (round == 1))
                 continue;
             const snap_alloc *a = &s->alloc[m->alloc];
+            tm_debug("rebalance: chunks %llu..%llu of 0x%llx (%llu chunks, heat %.3g) to %s",
+                     (unsigned long long)m->first, (unsigned long long)(m->first + m->count - 1),
+                     (unsigned long long)a->base, (unsigned long long)a->chunks, a->heat[m->first],
+                     tm_tier_name(m->to));
             tm_migrate_range(a->base + m->first * a->chunk_size, m->count * a->chunk_size, m->to);
         }
 }
 
-static void rebalance_once(tm_device *d)
+static void rebalance_once(tm_device *d, uint64_t budget)
 {
-    snapshot s = { .tick = tm_heat_now_tick(), .pass = __atomic_load_n(&tm_migrate_pass, __ATOMIC_RELAXED) };
+    tm_warm_start_check();
+    snapshot s = { .device = d, .tick = tm_heat_now_tick(), .pass = __atomic_load_n(&tm_migrate_pass, __ATOMIC_RELAXED) };
     tm_migrate_lock(); /* tiers and pass numbers do not change while they are read */
     tm_registry_each(take_alloc, &s);
     tm_migrate_unlock();
@@ -116,12 +138,13 @@ static void rebalance_once(tm_device *d)
     if (moves) {
         for (size_t i = 0; i < s.count; i++)
             in[i] = (tm_rebalance_alloc){ .chunks = s.alloc[i].chunks, .tier = s.alloc[i].tier,
-                                          .heat = s.alloc[i].heat, .idle = s.alloc[i].idle };
+                                          .heat = s.alloc[i].heat, .idle = s.alloc[i].idle,
+                                          .loaded = s.alloc[i].loaded };
         tm_tiers now;
         pthread_mutex_lock(&d->place_lock);
         tm_device_tiers_now(d, &now);
         pthread_mutex_unlock(&d->place_lock);
-        tm_rebalance_input input = { .alloc = in, .alloc_count = s.count, .budget = pass_budget,
+        tm_rebalance_input input = { .alloc = in, .alloc_count = s.count, .budget = budget,
                                      .cooldown = TM_REBALANCE_COOLDOWN };
         for (int t = 0; t < TM_TIER_COUNT; t++)
             input.room[t] = now.tier[t].present ? tm_tier_room(&now, (tm_tier_id)t) / d->policy.chunk_size : 0;
@@ -133,10 +156,49 @@ static void rebalance_once(tm_device *d)
     free(in);
     free_snapshot(&s);
     __atomic_fetch_add(&tm_migrate_pass, 1, __ATOMIC_RELAXED);
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    __atomic_store_n(&tm_stats->last_rebalance_ns, (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec,
-                     __ATOMIC_RELAXED);
+}
+
+/* Everything in HBM: no pass, not even the snapshot. */
+static bool all_in_hbm(void)
+{
+    for (int t = TM_TIER_HBM + 1; t < TM_TIER_COUNT; t++)
+        if (__atomic_load_n(&tm_stats->tier[t].chunks, __ATOMIC_RELAXED))
+            return false;
+    return true;
+}
+
+/* A pass with the moves earned since the last one, unless another pass runs or none is
+ * earned yet (the time keeps counting then). `wait`: the timer waits its turn. */
+static void pass_if_earned(bool wait)
+{
+    if (wait)
+        pthread_mutex_lock(&pass_lock);
+    else if (pthread_mutex_trylock(&pass_lock) != 0)
+        return;
+    if (!__atomic_load_n(&tm_rebalance_on_launches, __ATOMIC_RELAXED)) { /* stopped: memory is going away */
+        pthread_mutex_unlock(&pass_lock);
+        return;
+    }
+    uint64_t now = now_ns();
+    uint64_t budget = tm_rebalance_earned(migrate_rate, now - last_pass_ns, rebalanced->policy.chunk_size);
+    if (budget && !all_in_hbm()) {
+        rebalance_once(rebalanced, budget);
+        last_pass_ns = now;
+        __atomic_store_n(&tm_stats->last_rebalance_ns, now_ns(), __ATOMIC_RELAXED);
+        __atomic_store_n(&tm_stats->rebalance_budget, budget * rebalanced->policy.chunk_size, __ATOMIC_RELAXED);
+    }
+    pthread_mutex_unlock(&pass_lock);
+}
+
+void tm_rebalancer_launches_done(CUstream stream, bool ptsz)
+{
+    tm_rebalance_countdown = TM_REBALANCE_LAUNCHES;
+    /* a capture must not see the pass's synchronisation; the next turn will come */
+    if (tm_stream_capturing(stream, ptsz))
+        return;
+    /* the pass a profile waits for runs before the first launch goes, whoever runs it */
+    bool soon = __atomic_exchange_n(&tm_rebalance_soon, false, __ATOMIC_RELAXED);
+    pass_if_earned(soon);
 }
 
 static void *rebalance_loop(void *arg)
@@ -155,7 +217,7 @@ static void *rebalance_loop(void *arg)
         if (stopping)
             break;
         pthread_mutex_unlock(&stop_lock);
-        rebalance_once(rebalanced);
+        pass_if_earned(true);
         pthread_mutex_lock(&stop_lock);
     }
     pthread_mutex_unlock(&stop_lock);
@@ -175,7 +237,8 @@ void tm_rebalancer_start(tm_device *device, uint64_t rate)
         tm_info("policy heat: chunks stay where they were placed (%s)", why);
         return;
     }
-    pass_budget = tm_rebalance_budget(rate, TM_REBALANCE_INTERVAL_MS * 1000000ull, device->policy.chunk_size);
+    migrate_rate = rate;
+    last_pass_ns = now_ns();
     rebalanced = device;
     stopping = false;
     if (pthread_create(&thread, NULL, rebalance_loop, NULL) != 0) {
@@ -183,6 +246,8 @@ void tm_rebalancer_start(tm_device *device, uint64_t rate)
         return;
     }
     running = true;
+    __atomic_store_n(&tm_rebalance_soon, tm_warm_start_pending(), __ATOMIC_RELAXED);
+    __atomic_store_n(&tm_rebalance_on_launches, true, __ATOMIC_RELEASE);
     __atomic_store_n(&tm_stats->migrate_rate, rate, __ATOMIC_RELAXED);
 }
 
@@ -190,6 +255,8 @@ void tm_rebalancer_forget_in_child(void)
 {
     pthread_mutex_init(&stop_lock, NULL);
     pthread_cond_init(&stop_cond, NULL);
+    pthread_mutex_init(&pass_lock, NULL);
+    __atomic_store_n(&tm_rebalance_on_launches, false, __ATOMIC_RELAXED);
     running = false;
 }
 
@@ -197,10 +264,13 @@ void tm_rebalancer_stop(void)
 {
     if (!running)
         return;
+    __atomic_store_n(&tm_rebalance_on_launches, false, __ATOMIC_RELAXED);
     pthread_mutex_lock(&stop_lock);
     stopping = true;
     pthread_cond_signal(&stop_cond);
     pthread_mutex_unlock(&stop_lock);
     pthread_join(thread, NULL);
+    pthread_mutex_lock(&pass_lock); /* a launch's pass ends before memory is released */
     running = false;
+    pthread_mutex_unlock(&pass_lock);
 }

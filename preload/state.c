@@ -17,6 +17,7 @@
 #include "preload/migrate.h"
 #include "preload/model_files.h"
 #include "preload/rebalancer.h"
+#include "preload/warm_start.h"
 #include "preload/registry.h"
 #include "preload/stats.h"
 #include "preload/stream_free.h"
@@ -123,8 +124,10 @@ static void log_exit_summary(void)
             (unsigned long long)tm_stats->oom_total, (unsigned long long)tm_stats->passthrough_total);
 }
 
-/* Releases what the program left allocated, while the driver still works (it was loaded
- * before this handler was registered, so its own exit handlers run after this one). */
+/* Stops moving memory and closes the stats region. What the program left allocated stays:
+ * exit handlers registered before this one (C++ static destructors of objects made before
+ * the first allocation) run after it and may still read or free it; the driver takes it
+ * all back when the process ends. */
 static void at_exit(void)
 {
     if (exit_pid != getpid())
@@ -133,7 +136,7 @@ static void at_exit(void)
     tm_deferred_move_stop();
     tm_stream_free_finish(NULL, true);
     tm_stream_ring_stop();
-    tm_release_all_at_exit();
+    tm_warm_start_save(); /* the live chunked allocations and those released before */
     tm_ledger_leave();
     tm_migrate_shutdown();
     log_exit_summary();

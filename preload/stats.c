@@ -298,6 +298,35 @@ void tm_stats_tier_add(tm_tier_id tier, int64_t bytes, int64_t chunks)
         ;
 }
 
+/* ---------------------------------------------------------------- devices */
+
+int tm_stats_device_add(int ordinal, int host_node, uint64_t hbm_limit)
+{
+    uint32_t slot = __atomic_fetch_add(&tm_stats->device_count, 1, __ATOMIC_RELAXED);
+    if (slot >= TM_STATS_DEVICES) {
+        __atomic_fetch_sub(&tm_stats->device_count, 1, __ATOMIC_RELAXED);
+        return -1;
+    }
+    tm_stats_device *d = &tm_stats->devices[slot];
+    d->ordinal = ordinal;
+    d->host_node = host_node;
+    d->hbm_limit = hbm_limit;
+    return (int)slot;
+}
+
+void tm_stats_device_set(int slot, uint64_t hbm_used, uint64_t hbm_chunks)
+{
+    if (slot < 0)
+        return;
+    tm_stats_device *d = &tm_stats->devices[slot];
+    __atomic_store_n(&d->hbm_used, hbm_used, __ATOMIC_RELAXED);
+    __atomic_store_n(&d->hbm_chunks, hbm_chunks, __ATOMIC_RELAXED);
+    uint64_t peak = __atomic_load_n(&d->hbm_peak, __ATOMIC_RELAXED);
+    while (hbm_used > peak &&
+           !__atomic_compare_exchange_n(&d->hbm_peak, &peak, hbm_used, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+        ;
+}
+
 /* ---------------------------------------------------------------- records */
 
 int tm_stats_record_add(uint32_t path, uint64_t address, uint64_t size,

@@ -44,6 +44,11 @@ static inline uint64_t tm_stats_tier_used(tm_tier_id tier)
     return __atomic_load_n(&tm_stats->tier[tier].used, __ATOMIC_RELAXED);
 }
 
+/* A device set up for tiering: its entry in the region (-1 when all are taken), then its
+ * HBM usage as it changes. */
+int tm_stats_device_add(int ordinal, int host_node, uint64_t hbm_limit);
+void tm_stats_device_set(int slot, uint64_t hbm_used, uint64_t hbm_chunks);
+
 /* Records of chunked and managed allocations. Returns the slot, or -1 when the region is
  * full or absent. */
 int tm_stats_record_add(uint32_t path, uint64_t address, uint64_t size,

@@ -37,10 +37,12 @@
 #include <stdint.h>
 
 #define TM_STATS_MAGIC       0x314d454d52454954ull /* "TIERMEM1" as little-endian bytes */
-#define TM_STATS_VERSION     3                     /* 2: the heat section; 3: tensor names */
+#define TM_STATS_VERSION     4                     /* 2: the heat section; 3: tensor names;
+                                                    * 4: devices, name moves, the file tier */
 #define TM_STATS_TIERS       3                     /* hbm, cxl, ddr, in this order */
 #define TM_STATS_RECORDS     16384
 #define TM_STATS_HEAT_CHUNKS 262144                /* 512 GiB of 2 MiB chunks */
+#define TM_STATS_DEVICES     16                    /* devices described, in set-up order */
 
 enum tm_stats_state {
     TM_STATS_RUNNING = 1,
@@ -71,8 +73,21 @@ typedef struct tm_stats_tier {
     uint64_t used;            /* bytes placed now (HBM: chunks and small allocations) */
     uint64_t peak;            /* highest `used` */
     uint64_t chunks;          /* chunks placed now */
-    uint64_t reserved[2];
+    uint64_t migrated_out[2]; /* chunks migrated from this tier to each other one, in tier
+                               * order: hbm to cxl, ddr; cxl to hbm, ddr; ddr to hbm, cxl */
 } tm_stats_tier;              /* 64 bytes */
+
+/* A device whose HBM is tiered (version 4). The header's tiers count the whole process:
+ * HBM there is the sum over devices. */
+typedef struct tm_stats_device {
+    int32_t ordinal;          /* the device */
+    int32_t host_node;        /* its DDR tier's NUMA node */
+    uint64_t hbm_limit;       /* bytes of its HBM this process may use */
+    uint64_t hbm_used;        /* placed now (chunks and small allocations) */
+    uint64_t hbm_peak;        /* highest hbm_used */
+    uint64_t hbm_chunks;      /* chunks placed now */
+    uint64_t reserved[3];
+} tm_stats_device;            /* 64 bytes */
 
 typedef struct tm_stats_header {
     uint64_t magic;           /* TM_STATS_MAGIC */
@@ -137,8 +152,14 @@ typedef struct tm_stats_header {
     int32_t heat_reserved0;
     uint64_t heat_collector_ns;   /* CLOCK_MONOTONIC of its last write: while under 5 s old,
                                    * the process leaves heat to it */
-    uint64_t heat_reserved[4];
-    /* name rules applied after the copy, and the file tier (header_size tells them apart) */
+    uint64_t rebalance_budget;    /* bytes the rebalancer's last pass could move (rate times
+                                   * the time since the pass before) */
+    uint64_t heat_reserved[3];
+    /* devices (version 4) */
+    uint32_t device_count;        /* entries of devices[] in use */
+    uint32_t device_reserved;
+    tm_stats_device devices[TM_STATS_DEVICES];
+    /* name rules applied after the copy, and the file tier */
     uint64_t name_moves_queued;   /* chunk runs a name rule handed to migration */
     uint64_t name_moves_done;     /* ... carried out or given up (queued - done: pending) */
     uint64_t file_tier;           /* 1 when TIERMEM_FILE_TIER=1 */

@@ -602,7 +602,7 @@ void tm_stream_ring_stop(void)
             tm_chunk_pool_give(ring.device, TM_TIER_HBM, ring.slot[s].handle);
         } else { /* still mapped after a driver error: released once the program's range goes */
             tm_release_call(tm_real.cuMemRelease(ring.slot[s].handle));
-            tm_stats_tier_add(TM_TIER_HBM, -(int64_t)ring.chunk, 0);
+            tm_device_charge(ring.device, TM_TIER_HBM, -(int64_t)ring.chunk, 0);
         }
     }
     char moved[32];

@@ -181,10 +181,20 @@ int on_launch(struct pt_regs *ctx)
     __u64 threads = (PT_REGS_PARM2(ctx) & 0xffffffff) * (PT_REGS_PARM3(ctx) & 0xffffffff) *
                     (PT_REGS_PARM4(ctx) & 0xffffffff) * (PT_REGS_PARM5(ctx) & 0xffffffff) *
                     (ctx->r9 & 0xffffffff) /* the sixth argument */ * (bz & 0xffffffff);
+    /* The argument array has no length: entries are read while they point close to the
+     * first (a launch's arguments live together). Past its end lie the caller's locals, and
+     * one of those may point at a structure holding an allocation's base (a model's table of
+     * weights): crediting it would call a gather's table read whole. */
+    __u64 first = 0;
     for (int i = 0; i < TM_BPF_LAUNCH_PARAMS; i++) {
         __u64 entry = 0, value = 0;
-        if (bpf_probe_read_user(&entry, sizeof entry, (const void *)(params + 8 * i)) || !entry ||
-            bpf_probe_read_user(&value, sizeof value, (const void *)entry))
+        if (bpf_probe_read_user(&entry, sizeof entry, (const void *)(params + 8 * i)) || !entry)
+            break;
+        if (i == 0)
+            first = entry;
+        else if (entry - first + TM_BPF_PARAM_SPAN > 2 * TM_BPF_PARAM_SPAN)
+            break;
+        if (bpf_probe_read_user(&value, sizeof value, (const void *)entry))
             break;
         __u64 *size = bpf_map_lookup_elem(&allocations, &value);
         if (!size || !*size)

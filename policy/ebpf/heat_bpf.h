@@ -12,6 +12,7 @@
 #define TM_BPF_ALLOCS_MAX 65536         /* allocations whose extent the uretprobes saw */
 #define TM_BPF_LAUNCH_PARAMS 16         /* kernel parameters read per launch */
 #define TM_BPF_BYTES_PER_THREAD 16      /* what a launch may reach per thread (as in-process) */
+#define TM_BPF_PARAM_SPAN 4096          /* argument entries lie this close to the first one */
 
 /* Bytes the target touched in one chunk, summed since the collector attached. */
 struct tm_bpf_chunk {

@@ -1,7 +1,7 @@
 # Helpers of the eBPF heat tests (sourced after tests/lib/tap.sh).
 #   need_ebpf                   skips the whole script, saying why, when tiermem-heat cannot run
-#   spearman FILE               Spearman's rank correlation of columns 2 and 3 (ties get their
-#                               mean rank)
+#   spearman FILE               Spearman's rank correlation of columns 2 and 3: values within
+#                               10 % of each other tie, as in the classes; ties get their mean rank
 #   at_least A B, valid_json_file FILE
 HEAT=$B/bin/tiermem-heat
 STAT=$B/bin/tiermem-stat
@@ -23,14 +23,16 @@ need_ebpf() {
 
 spearman() {
   awk '
+    # ranks, hottest first; a value within 10 % of the first of its run (going down) ties with
+    # it, as in the classes (policy/heat.h): dense weights all read every step are one rank
     function rank(col, r,   i, j, k, n, idx, tmp) {
       n = 0
       for (i = 1; i <= N; i++) idx[++n] = i
       for (i = 2; i <= n; i++) { tmp = idx[i]; j = i - 1
-        while (j >= 1 && v[col, idx[j]] > v[col, tmp]) { idx[j + 1] = idx[j]; j-- }
+        while (j >= 1 && v[col, idx[j]] < v[col, tmp]) { idx[j + 1] = idx[j]; j-- }
         idx[j + 1] = tmp }
       for (i = 1; i <= n; i = j + 1) {
-        j = i; while (j < n && v[col, idx[j + 1]] == v[col, idx[i]]) j++
+        j = i; while (j < n && v[col, idx[j + 1]] >= v[col, idx[i]] * 0.9) j++
         for (k = i; k <= j; k++) r[idx[k]] = (i + j) / 2 }
     }
     { N++; v[2, N] = $2; v[3, N] = $3 }

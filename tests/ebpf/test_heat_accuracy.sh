@@ -1,15 +1,14 @@
 #!/usr/bin/env bash
 # Heat against ground truth: the engine on a generated llama model (32000-word vocabulary,
 # untied output) under libtiermem.so, watched by tiermem-heat. simcuda's touch probes give
-# the exact bytes per chunk: token_embd must be in the coldest class and output.weight and
-# the layer weights hot. The eBPF launch attribution (uprobes on cuLaunchKernel, no touch
-# probes: what a real driver allows) must find every matrix hot, and the in-process
-# `launch` source token_embd cold, far below every weight. Spearman's rank
-# correlation of each with the touch probes is printed, not asserted: every weight is read
-# whole each step, so the truth ties them, and what is left to rank depends on how many
-# tokens fit in a heat interval (a launch reaches an estimated 16 bytes per thread, so the
-# KV pools' share grows with the token rate) and, in-process, on sampling 1 launch in N:
-# a loaded machine changes both.
+# the exact bytes per chunk (the truth); in the same run the driver uprobes attribute each
+# launch's pointer parameters in BPF (the `ebpf` source as a real driver allows it) and the
+# interposer samples launches itself (the `launch` source, read from the stats region).
+# Each ranking of the allocations agrees with the truth (Spearman >= 0.9; heat values within
+# 10 % of each other share a rank, as in the classes: every weight is read whole each step,
+# so the truth ties them), and by each source token_embd is cold while output.weight and
+# every layer weight are hot. A second run without the touch probes (what a real driver
+# gives) finds the same split from launch attribution alone.
 source "$(dirname "$0")/../lib/tap.sh"
 source "$(dirname "$0")/heat_lib.sh"
 need_ebpf
@@ -24,6 +23,11 @@ check "model generated (32000 words, untied output)" test -s "$T/m.gguf"
 # last tiermem-stat view that contains MARK and all 21 recorded allocations (the engine
 # frees its memory at the end).
 # Matrices of 256 KiB and more are chunked, and so recorded in the stats region.
+# The KV pool holds what the run needs (blocks of 16 positions): launch attribution credits
+# 16 bytes a thread, which undercounts attention's loop over positions, so a pool is seen
+# read whole in an interval only once the interval holds pool / 16 KiB tokens (25 for 1500
+# tokens): a half-life of 8 s makes intervals of 1 s, long enough on a loaded machine, and a
+# run of 1500 tokens spans several of them at speed.
 watch_engine() {
   local name=$1 tokens=$2 halflife=$3 mark=$4
   shift 4
@@ -31,7 +35,7 @@ watch_engine() {
   "$HEAT" --json --interval 0.25 --stats "$T/stats" "$@" -- sh -c "exec env \
     LD_PRELOAD='$(preload_value "$B/lib/libtiermem.so")' TIERMEM_MIN_TIERED=64K TIERMEM_HEAT_HALFLIFE=$halflife \
     TIERMEM_STATS='$T/stats' '$LLM' -m '$T/m.gguf' -p 'the quick brown fox' -n $tokens --threads 1 \
-    --kv-blocks 100 >'$T/$name.out' 2>'$T/$name.llm'" >"$T/$name.json" 2>"$T/$name.err" &
+    --kv-blocks $((tokens / 16 + 2)) >'$T/$name.out' 2>'$T/$name.llm'" >"$T/$name.json" 2>"$T/$name.err" &
   local pid=$!
   while kill -0 "$pid" 2>/dev/null; do
     "$STAT" --json "$T/stats" >"$T/s.tmp" 2>/dev/null && grep -q "$mark" "$T/s.tmp" &&
@@ -42,7 +46,7 @@ watch_engine() {
 }
 
 # the launch heat as tiermem-stat shows it, the touch probes' as tiermem-heat does
-watch_engine heat 1500 4s '"address"' --read-only --halflife 4
+watch_engine heat 1500 8s '"address"' --read-only --halflife 8
 check_eq "tiermem-heat ran to the end of the engine" "$?" 0
 check "the engine ran" grep -q 'summary:' "$T/heat.llm"
 check "the touch probes were attached" grep -q 'touch probes on' "$T/heat.err"
@@ -50,61 +54,75 @@ check "tiermem-heat --json is valid JSON" valid_json_file "$T/heat.json"
 check "a view of the launch heat was taken while the engine ran" test -s "$T/stat.json"
 grep 'collector CPU' "$T/heat.err" | sed 's/^/# /'
 
-jq -r '.allocations[] | select(.extent == "region") | "\(.address) \(.heat) \(.class) \(.kernel) \(.size)"' \
-  "$T/heat.json" | sort >"$T/truth.txt"
+# address usdt_heat usdt_class kernel size ebpf_heat ebpf_class
+jq -r '.allocations[] | select(.extent == "region") |
+  "\(.address) \(.heat) \(.class) \(.kernel) \(.size) \(.launch_heat) \(.launch_class)"' "$T/heat.json" | sort >"$T/truth.txt"
 jq -r '.allocations[] | "\(.address) \(.heat) \(.class)"' "$T/stat.json" | sort >"$T/launch.txt"
-join "$T/truth.txt" "$T/launch.txt" | awk '{ print $1, $2, $6, $3, $7, $4, $5 }' >"$T/both.txt"
+# address usdt_heat launch_heat usdt_class launch_class kernel size ebpf_heat ebpf_class
+join "$T/truth.txt" "$T/launch.txt" | awk '{ print $1, $2, $8, $3, $9, $4, $5, $6, $7 }' >"$T/both.txt"
 n=$(wc -l <"$T/both.txt")
 check "the allocations of both views match up ($n)" test "$n" -ge 16
-sed 's/^/# address usdt_heat launch_heat usdt_class launch_class kernel size: /' "$T/both.txt"
+sed 's/^/# address usdt_heat launch_heat usdt_class launch_class kernel size ebpf_heat ebpf_class: /' "$T/both.txt"
 rho=$(spearman "$T/both.txt")
 echo "# Spearman(launch, usdt) over $n allocations: $rho"
+check "the launch ranking agrees with the touch probes (Spearman $rho >= 0.9)" at_least "$rho" 0.9
+awk '{ print $1, $2, $8 }' "$T/both.txt" >"$T/ebpf_pairs.txt"
+rho_ebpf=$(spearman "$T/ebpf_pairs.txt")
+echo "# Spearman(ebpf launch attribution, usdt) over $n allocations: $rho_ebpf"
+check "the eBPF launch attribution's ranking agrees with the touch probes (Spearman $rho_ebpf >= 0.9)" \
+  at_least "$rho_ebpf" 0.9
 
 embd=$(awk '$6 == "tm_embed_f32"' "$T/both.txt")
 output=$(awk '$6 ~ /^tm_mat(vec|mul)_f32$/ && $7 == 32768000' "$T/both.txt")
-layers=$(awk '$6 ~ /^tm_mat(vec|mul)_f32$/ && $7 < 32768000 && $7 >= 262144' "$T/both.txt")
+layers=$(awk '$6 ~ /^tm_mat(vec|mul)_f32$/ && $7 >= 262144 && $7 <= 524288' "$T/both.txt")
 check "token_embd found (the allocation the embed kernel reads)" test -n "$embd"
 check "output.weight found" test -n "$output"
-check_eq "token_embd is cold by the touch probes" "$(awk '{ print $4 }' <<<"$embd")" cold
-check_eq "token_embd is cold by launch heat" "$(awk '{ print $5 }' <<<"$embd")" cold
-check_eq "output.weight is hot by the touch probes" "$(awk '{ print $4 }' <<<"$output")" hot
-check_eq "every layer weight is hot by the touch probes" "$(awk '{ print $4 }' <<<"$layers" | sort -u)" hot
+check_eq "14 layer weights found" "$(wc -l <<<"$layers")" 14
+# class_of WHAT COLUMN: the classes of one row set, one line when they agree
+class_of() { awk -v c="$2" '{ print $c }' <<<"$1" | sort -u; }
+for source in "touch probes:4" "launch heat:5" "eBPF launch attribution:9"; do
+  name=${source%:*} col=${source##*:}
+  check_eq "token_embd is cold by the $name" "$(class_of "$embd" "$col")" cold
+  check_eq "output.weight is hot by the $name" "$(class_of "$output" "$col")" hot
+  check_eq "every layer weight is hot by the $name" "$(class_of "$layers" "$col")" hot
+done
 embd_launch=$(awk '{ print $3 }' <<<"$embd")
 coolest_weight=$(awk '{ print $3 }' <<<"$layers"$'\n'"$output" | sort -g | head -n 1)
 echo "# launch heat: token_embd $embd_launch, coolest weight $coolest_weight"
 check "launch heat puts token_embd at least 10 times below every weight" \
   at_least "$coolest_weight" "$(awk -v e="$embd_launch" 'BEGIN { print e * 10 }')"
+embd_ebpf=$(awk '{ print $8 }' <<<"$embd")
+coolest_ebpf=$(awk '{ print $8 }' <<<"$layers"$'\n'"$output" | sort -g | head -n 1)
+echo "# eBPF launch attribution: token_embd $embd_ebpf, coolest weight $coolest_ebpf"
+check "the eBPF launch attribution puts token_embd at least 10 times below every weight" \
+  at_least "$coolest_ebpf" "$(awk -v e="$embd_ebpf" 'BEGIN { print e * 10 }')"
 # The collector's CPU share is a benchmark (make bench: bench-heat), not a check here.
-grep 'collector CPU' "$T/heat.err" | sed 's/^/# /'
 
-# --- the eBPF launch attribution alone, against the touch probes' truth of the first run
-cp "$T/truth.txt" "$T/truth1.txt"
-watch_engine ebpf 1500 4s '"address"' --read-only --no-touch --halflife 4
+# --- the eBPF launch attribution alone (no touch probes: what a real driver allows), against
+# the touch probes' truth of the first run. The engine allocates in the same order every run,
+# so allocations pair up by size and by address order within a size.
+watch_engine ebpf 1500 8s '"address"' --read-only --no-touch --halflife 8
 check "the touch probes were left alone" grep -q 'touch probes off' "$T/ebpf.err"
 check "launch parameters were attributed in BPF" test "$(jq .launch_credits "$T/ebpf.json")" -gt 1000
-jq -r '.allocations[] | select(.extent == "region") | "\(.size) \(.heat) \(.class) \(.kernel)"' "$T/ebpf.json" |
-  sort -k1,1n -k2,2g >"$T/ebpf.txt"
-# the two runs place allocations alike but not at the same addresses: pair them by size
-# and by rank within a size
-awk '{ print $5, $2, $3, $4 }' "$T/truth1.txt" | sort -k1,1n -k2,2g >"$T/truth_by_size.txt"
-paste -d' ' "$T/truth_by_size.txt" "$T/ebpf.txt" | awk '$1 == $5 { print $1, $2, $6, $3, $7, $4 }' >"$T/pairs.txt"
+# size address heat class
+jq -r '.allocations[] | select(.extent == "region") | "\(.size) \(.address) \(.heat) \(.class)"' "$T/ebpf.json" |
+  sort -k1,1n -k2,2n >"$T/ebpf.txt"
+awk '{ print $5, $1, $2, $3, $4 }' "$T/truth.txt" | sort -k1,1n -k2,2n >"$T/truth_by_size.txt"
+# size usdt_heat ebpf_heat usdt_class ebpf_class kernel
+paste -d' ' "$T/truth_by_size.txt" "$T/ebpf.txt" | awk '$1 == $6 { print $1, $3, $8, $4, $9, $5 }' >"$T/pairs.txt"
 n2=$(wc -l <"$T/pairs.txt")
 sed 's/^/# size usdt_heat ebpf_heat usdt_class ebpf_class kernel: /' "$T/pairs.txt"
 check "the allocations of both runs pair up ($n2)" test "$n2" -ge 16
 rho2=$(spearman "$T/pairs.txt")
-echo "# Spearman(ebpf launch attribution, touch probes) over $n2 allocations: $rho2"
-check_eq "every matrix is hot by eBPF launch attribution" \
-  "$(awk '$6 ~ /^tm_mat(vec|mul)_f32$/ { print $5 }' "$T/pairs.txt" | sort -u)" hot
-# Attribution credits what a launch can reach from a base pointer (16 bytes a thread), an
-# upper bound that, for the gather, depends on the token rate per interval: it lands from
-# well below the weights to level with them, so it is printed, not asserted (the touch
-# probes and the in-process source above do separate token_embd).
-embd_ebpf=$(awk '$6 == "tm_embed_f32" { print $3 }' "$T/pairs.txt")
-coolest_matrix=$(awk '$6 ~ /^tm_mat(vec|mul)_f32$/ { print $3 }' "$T/pairs.txt" | sort -g | head -n 1)
-echo "# eBPF launch attribution: token_embd $embd_ebpf, coolest matrix $coolest_matrix"
+echo "# Spearman(ebpf launch attribution alone, touch probes) over $n2 allocations: $rho2"
+check "without touch probes, the eBPF ranking agrees with the truth (Spearman $rho2 >= 0.9)" at_least "$rho2" 0.9
+check_eq "without touch probes, token_embd is cold" "$(awk '$6 == "tm_embed_f32" { print $5 }' "$T/pairs.txt")" cold
+# (a short run at speed may rank them warm: the region's extents reach BPF an interval after
+# the driver's small allocations, which then lead the ranking)
+check "and no matrix cold" test -z "$(awk '$6 ~ /^tm_mat(vec|mul)_f32$/ && $5 == "cold"' "$T/pairs.txt")"
 
 # --- the collector writes its heat into the process's stats region
-watch_engine heat2 1500 2s 'usdt"'
+watch_engine heat2 380 2s 'usdt"'
 check "tiermem-heat says it writes into the region, with the process's half-life" \
   grep -q "^tiermem-heat: writing heat into $T/stats (half-life 2 s, the process's)" "$T/heat2.err"
 check "tiermem-stat showed heat from the touch probes while the engine ran" test -s "$T/stat.json"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # tiermem-llm on simcuda with stories260K: the reference ids and logits (f32 KV), fp8 KV
-# against f32, batched decode against each prompt alone, sequences over many blocks.
+# against f32, batched decode against each prompt alone, a count per prompt (-n N,N,...),
+# sequences over many blocks.
 source "$(dirname "$0")/../lib/tap.sh"
 LLM=$B/bin/tiermem-llm
 MODEL=$TM_SHARED/models/stories260K.gguf
@@ -88,6 +89,23 @@ for d in f32 fp8_e4m3; do
   check "$d batched == alone for each of 5 prompts" test $ok = 1
 done
 check "batch output is printed under each prompt" grep -q -- '^--- prompt 5/5 ---$' "$T/batch.out"
+
+# --- a count per prompt: each sequence stops at its own, the others run on ----------
+counts=(24 5 12 3 18)
+run --prompts-file "$T/prompts" -n "$(IFS=,; echo "${counts[*]}")" --kv-dtype fp8_e4m3 >/dev/null 2>"$T/each.err"
+check "-n 24,5,12,3,18 over 5 prompts exits 0" test $? -eq 0
+ok=1
+for i in "${!counts[@]}"; do
+  got=$(ids_of $i "$T/each.err") want=$(ids_of $i "$T/batch.err" | cut -d' ' -f1-${counts[$i]})
+  [ "$got" == "$want" ] || { ok=0; echo "# prompt $i: got '$got', want '$want'"; }
+done
+check "each sequence makes its own count, the first tokens of its run with -n 24" test $ok = 1
+check "the summary counts them all" grep -q "generated_tokens=$((24 + 5 + 12 + 3 + 18)) " "$T/each.err"
+out=$(run --prompts-file "$T/prompts" -n 24,5 2>&1 >/dev/null)
+check_eq "two counts for five prompts: one line" "$out" "error: -n gives 2 counts for 5 prompts (give one, or one per prompt)"
+out=$(run -p "Once upon a time" -n 24,5 2>&1 >/dev/null)
+check_eq "a list with one -p prompt: one line" "$out" \
+  "error: -n N,N,... gives each prompt of --prompts-file its own count; give one N here"
 
 # --- many blocks: 2-token blocks, 200 positions, interleaved block ids ----------
 # With 5 sequences taking blocks in turn, each sequence's blocks are scattered over the

@@ -5,6 +5,7 @@
 #               sizing, on a host-memory device
 #   fuzz_stats  the stats-region reader of tiermem-stat
 #   fuzz_header the interposer's GGUF and safetensors header parsers (tensor tables)
+#   fuzz_profile the warm-start profile decoder (TIERMEM_PROFILE; seeds: tests/fuzz/corpus-profile)
 # `make fuzz` fuzzes each for FUZZ_SECONDS from its seed corpus (tests/fuzz/corpus: generated
 # GGUF files; tests/fuzz/corpus-stats: a small region; fuzz_header starts from
 # tests/fuzz/corpus-safetensors and the GGUF corpus). `make fuzz-long` runs FUZZ_LONG_RUNS
@@ -34,7 +35,10 @@ FUZZ_stats_CORPUS := tests/fuzz/corpus-stats
 FUZZ_header_SRCS  := tests/fuzz/fuzz_header.c preload/tensor_table.c preload/parse_gguf.c preload/parse_safetensors.c
 FUZZ_header_CORPUS := tests/fuzz/corpus-safetensors tests/fuzz/corpus
 FUZZ_header_LIBS  := -ljansson
-FUZZ_TARGETS   := gguf model stats header
+FUZZ_profile_SRCS := tests/fuzz/fuzz_profile.c policy/profile.c
+FUZZ_profile_CORPUS := tests/fuzz/corpus-profile
+FUZZ_profile_LIBS := -lm
+FUZZ_TARGETS   := gguf model stats header profile
 FUZZ_BINS      := $(FUZZ_TARGETS:%=$(FUZZ_DIR)/fuzz_%)
 
 define fuzz-target

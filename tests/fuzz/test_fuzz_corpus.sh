@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Replays each fuzzer's seed corpus, then fuzzes each for a few seconds: the GGUF reader and
 # tokenizers, the model load behind them, the stats-region reader and the interposer's
-# model-header parsers (on the safetensors seeds and the GGUF ones) must survive
-# everything under ASan/UBSan (the long runs are `make fuzz` and `make fuzz-long`).
+# model-header parsers (on the safetensors seeds and the GGUF ones) and the warm-start
+# profile decoder must survive everything under ASan/UBSan (the long runs are `make fuzz`
+# and `make fuzz-long`).
 source "$(dirname "$0")/../lib/tap.sh"
 if ! command -v clang >/dev/null; then
   skip "fuzzers" "clang is not installed"
@@ -10,7 +11,7 @@ if ! command -v clang >/dev/null; then
 fi
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-for target in gguf:corpus model:corpus stats:corpus-stats header:corpus-safetensors,corpus; do
+for target in gguf:corpus model:corpus stats:corpus-stats header:corpus-safetensors,corpus profile:corpus-profile; do
   name=${target%%:*} corpora=${target#*:}
   FUZZ=$B/fuzz/fuzz_$name
   make -s -C "$TM_ROOT" O="$O" "$O/fuzz/fuzz_$name" >/dev/null

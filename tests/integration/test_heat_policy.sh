@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # TIERMEM_POLICY=heat on the engine, unmodified: the rebalancer moves chunks while it
 # decodes, and the tokens stay those of an all-in-HBM run (f32 and fp8 KV); nothing
-# leaks; nothing moves when the model fits in HBM or with TIERMEM_MIGRATE_RATE=0.
+# leaks; nothing moves when the model fits in HBM or with TIERMEM_MIGRATE_RATE=0. Passes
+# come every 256 launches of a thread, so even a run of a few tokens gets some, at the
+# same points every time.
 source "$(dirname "$0")/../lib/tap.sh"
 
 llm=$B/bin/tiermem-llm
@@ -33,9 +35,19 @@ for kv in f32 fp8_e4m3; do
   check "heat, $kv KV: chunks moved while it ran" test "$(json_field migrations "$T/heat-$kv.json")" -gt 0
   check_eq "heat, $kv KV: the budget is the default 4 GiB/s" "$(json_field migrate_rate "$T/heat-$kv.json")" \
     $((4 << 30))
+  check "heat, $kv KV: tiermem-stat counts the moves per tier pair" \
+    test $(($(json_field 'ddr>hbm' "$T/heat-$kv.json") + $(json_field 'cxl>hbm' "$T/heat-$kv.json"))) -gt 0
+  check "heat, $kv KV: the last pass's budget is shown" test "$(json_field rebalance_budget "$T/heat-$kv.json")" -gt 0
   check "heat, $kv KV: nothing leaked" \
     grep -q '^simcuda: exit: 0 physical allocations and 0 address reservations live' "$T/heat-$kv.err"
 done
+
+# A run of 8 tokens ends long before the 100 ms timer: the launch trigger still moves.
+env SIMCUDA_MEM=32M "${limits[@]}" TIERMEM_POLICY=heat TIERMEM_STATS="$T/short" LD_PRELOAD="$preload" \
+  "$llm" -m "$T/m.gguf" -p "Once upon a time" -n 8 --kv-dtype f32 -v > /dev/null 2> "$T/short.err"
+"$stat" --json "$T/short" > "$T/short.json"
+check "a run of 8 tokens: chunks moved, same tokens" \
+  test "$(json_field migrations "$T/short.json")" -gt 0 -a "$(ids "$T/short.err")" = "$(ids "$T/ref-f32.err" | cut -d' ' -f1-8)"
 
 # Everything fits in HBM: no migration at all.
 env SIMCUDA_MEM=1G TIERMEM_POLICY=heat TIERMEM_HEAT_HALFLIFE=1s TIERMEM_STATS="$T/fits" LD_PRELOAD="$preload" \
@@ -52,4 +64,12 @@ check "TIERMEM_MIGRATE_RATE=0: one line says chunks stay" \
   grep -q '^tiermem: policy heat: chunks stay where they were placed (TIERMEM_MIGRATE_RATE=0)' "$T/still.err"
 "$stat" --json "$T/still" > "$T/still.json"
 check_eq "  and nothing moved" "$(json_field migrations "$T/still.json")" 0
+# --warmup leaves the first decode steps out of the figures, and must leave some in.
+SIMCUDA_MEM=1G "$llm" -m "$T/m.gguf" -p "Once upon a time" -n 4 --warmup 4 > /dev/null 2> "$T/warm.err"
+check_eq "--warmup as long as -n: refused in one line" "$(cat "$T/warm.err")" \
+  "error: --warmup 4 leaves no decode step of -n 4 to measure"
+SIMCUDA_MEM=1G "$llm" -m "$T/m.gguf" -p "Once upon a time" -n 6 --warmup 4 --kv-dtype f32 -v > /dev/null 2> "$T/warm.err"
+check_eq "--warmup 4 of -n 6: the tokens of a plain run, the figures of 1 decode step" \
+  "$(ids "$T/warm.err") $(sed -n 's/.* decode_tok_s=[0-9.]* .*sim_decode_tok_s=\([0-9.]*\) sim_decode_step_ms=\([0-9.]*\).*/\1 \2/p' "$T/warm.err" | awk '{ printf "%.0f", $1 * $2 / 1000 }')" \
+  "$(ids "$T/ref-f32.err" | cut -d' ' -f1-6) 1"
 done_testing

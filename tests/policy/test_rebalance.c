@@ -119,6 +119,45 @@ static void test_embedding_down_layers_up(void **state)
     assert_true(out[1].whole);
 }
 
+/* One launch credits a weight matrix and the buffer it writes alike: of heat equal within
+ * the margin, the chunks holding model-file data come up first, whatever their address
+ * order. */
+static void test_equal_heat_weights_first(void **state)
+{
+    (void)state;
+    fake_alloc f[3];
+    tm_rebalance_alloc a[3] = {
+        make_alloc(&f[0], 4, TM_TIER_DDR, 1.0),  /* logits */
+        make_alloc(&f[1], 8, TM_TIER_DDR, 1.0),  /* output.weight */
+        make_alloc(&f[2], 5, TM_TIER_HBM, 0.01), /* token_embd */
+    };
+    a[1].loaded = a[2].loaded = true;
+    tm_rebalance_input in = make_input(a, 3, 0, 100, 100);
+    tm_rebalance_move out[16];
+    int n = tm_rebalance_plan(&in, out, 16);
+    assert_int_equal(n, 2);
+    assert_int_equal(out[0].alloc, 1);
+    assert_int_equal(out[0].first, 0);
+    assert_int_equal(out[0].count, 5);
+    assert_int_equal(out[0].to, TM_TIER_HBM);
+    assert_int_equal(out[1].alloc, 2);
+    assert_true(out[1].whole);
+    assert_int_equal(out[1].to, TM_TIER_DDR);
+
+    /* within the margin the weights still come first; beyond it, the hotter buffer */
+    for (int i = 0; i < 4; i++)
+        f[0].heat[i] = 1.2;
+    assert_int_equal(tm_rebalance_plan(&in, out, 16), 2);
+    assert_int_equal(out[0].alloc, 1);
+    for (int i = 0; i < 4; i++)
+        f[0].heat[i] = 1.3;
+    assert_int_equal(tm_rebalance_plan(&in, out, 16), 3);
+    assert_int_equal(out[0].alloc, 0);
+    assert_true(out[0].whole);
+    assert_int_equal(out[1].alloc, 1);
+    assert_int_equal(out[1].count, 1);
+}
+
 static void test_near_equal_heat_does_not_move(void **state)
 {
     (void)state;
@@ -207,6 +246,24 @@ static void test_budget_from_rate(void **state)
     assert_true(tm_rebalance_budget(UINT64_MAX, UINT64_MAX, chunk) > 0);   /* no overflow to 0 */
 }
 
+/* Moves earned by the time since the last pass: whole chunks only, saved up to a cap. */
+static void test_budget_earned_over_time(void **state)
+{
+    (void)state;
+    uint64_t chunk = 2 * TM_MIB;
+    assert_int_equal(tm_rebalance_earned(0, 1000000000, chunk), 0);
+    assert_int_equal(tm_rebalance_earned(4 * TM_GIB, 0, chunk), 0);
+    assert_int_equal(tm_rebalance_earned(4 * TM_GIB, 400000, chunk), 0);  /* 1.6 MiB: wait */
+    assert_int_equal(tm_rebalance_earned(4 * TM_GIB, 500000, chunk), 1);  /* 2.1 MiB */
+    assert_int_equal(tm_rebalance_earned(4 * TM_GIB, 100000000, chunk), 204);
+    /* an idle hour earns one second's worth, not a burst */
+    assert_int_equal(tm_rebalance_earned(4 * TM_GIB, 3600000000000ull, chunk), 2048);
+    /* a rate under a chunk per second still earns one, once enough time has passed */
+    assert_int_equal(tm_rebalance_earned(TM_MIB, 1000000000, chunk), 0);
+    assert_int_equal(tm_rebalance_earned(TM_MIB, 3000000000ull, chunk), 1);
+    assert_int_equal(tm_rebalance_earned(UINT64_MAX, UINT64_MAX, chunk), UINT64_MAX / chunk); /* no overflow */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -214,12 +271,14 @@ int main(void)
         cmocka_unit_test(test_free_room_takes_the_hottest),
         cmocka_unit_test(test_uniform_allocations_swap_whole),
         cmocka_unit_test(test_embedding_down_layers_up),
+        cmocka_unit_test(test_equal_heat_weights_first),
         cmocka_unit_test(test_near_equal_heat_does_not_move),
         cmocka_unit_test(test_recently_moved_chunks_stay),
         cmocka_unit_test(test_budget_limits_a_pass),
         cmocka_unit_test(test_no_room_below_no_swap),
         cmocka_unit_test(test_dropped_chunks_never_move),
         cmocka_unit_test(test_budget_from_rate),
+        cmocka_unit_test(test_budget_earned_over_time),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

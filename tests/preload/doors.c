@@ -1,5 +1,6 @@
 /* doors.c — reaches cuMemAlloc/cuMemFree through every door a CUDA program has, and
  * prints TAP: the direct symbol, dlsym on RTLD_DEFAULT, RTLD_NEXT and a dlopen handle,
+ * glibc's dlsym and dlvsym as dlvsym gives them by version (and dlvsym of driver names),
  * cuGetProcAddress_v2 with CUDA 12.0 and 13.0 and each flag (with and without a status),
  * the 11.3 cuGetProcAddress, and the engine's way (dlopen, dlsym cuGetProcAddress_v2,
  * resolve everything through it).
@@ -11,6 +12,7 @@
  * Either way every door must behave the same: each prints a "behaviour:" line the test
  * compares between the two runs. */
 #include <dlfcn.h>
+#include <gnu/lib-names.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +25,8 @@
 typedef CUresult (*alloc_fn)(CUdeviceptr *, size_t);
 typedef CUresult (*free_fn)(CUdeviceptr);
 typedef CUresult (*resolve_v2_fn)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
+typedef void *(*dlsym_fn)(void *, const char *);
+typedef void *(*dlvsym_fn)(void *, const char *, const char *);
 typedef CUresult (*resolve_v1_fn)(const char *, void **, int, cuuint64_t);
 
 static int tap_count, tap_failed;
@@ -147,6 +151,35 @@ int main(int argc, char **argv)
     walk_through("dlsym(RTLD_NEXT)", dlsym(RTLD_NEXT, "cuMemAlloc_v2"), dlsym(RTLD_NEXT, "cuMemFree_v2"), 2);
     walk_through("dlsym(dlopen handle)", dlsym(driver, "cuMemAlloc_v2"), dlsym(driver, "cuMemFree_v2"), 3);
 
+    /* dlvsym, and glibc's own lookups as runtimes that look past interposers find them */
+#if defined(__aarch64__)
+    const char *glibc_base = "GLIBC_2.17";
+#else
+    const char *glibc_base = "GLIBC_2.2.5";
+#endif
+    /* the driver defines no symbol versions: glibc finds none, and neither may we */
+    printf("behaviour: dlvsym(dlopen handle, cuMemAlloc_v2): %s\n",
+           dlvsym(driver, "cuMemAlloc_v2", "libcuda.so.1") ? "found" : "NULL");
+    printf("behaviour: dlvsym(RTLD_NEXT, cuMemAlloc_v2): %s\n",
+           dlvsym(RTLD_NEXT, "cuMemAlloc_v2", "libcuda.so.1") ? "found" : "NULL");
+    void *libc = dlopen(LIBC_SO, RTLD_NOW | RTLD_NOLOAD);
+    dlsym_fn newest = libc ? (dlsym_fn)dlvsym(libc, "dlsym", "GLIBC_2.34") : NULL;
+    dlsym_fn oldest = libc ? (dlsym_fn)dlvsym(libc, "dlsym", glibc_base) : NULL;
+    dlvsym_fn by_version = libc ? (dlvsym_fn)dlvsym(libc, "dlvsym", glibc_base) : NULL;
+    walk_through("dlvsym(libc, dlsym, GLIBC_2.34)->", newest ? newest(driver, "cuMemAlloc_v2") : NULL,
+                 newest ? newest(driver, "cuMemFree_v2") : NULL, 62);
+    walk_through("dlvsym(libc, dlsym, base version)->", oldest ? oldest(driver, "cuMemAlloc_v2") : NULL,
+                 oldest ? oldest(driver, "cuMemFree_v2") : NULL, 63);
+    dlsym_fn through = by_version ? (dlsym_fn)by_version(libc, "dlsym", "GLIBC_2.34") : NULL;
+    walk_through("dlvsym(libc, dlvsym, base version)->(libc, dlsym, GLIBC_2.34)->",
+                 through ? through(driver, "cuMemAlloc_v2") : NULL, through ? through(driver, "cuMemFree_v2") : NULL,
+                 64);
+    check(newest && oldest && newest(RTLD_DEFAULT, "printf") == dlsym(RTLD_DEFAULT, "printf") &&
+              oldest(libc, "puts") == dlsym(libc, "puts"),
+          "%s", "glibc's dlsym as dlvsym gives it answers other names as glibc does");
+    if (libc)
+        dlclose(libc);
+
     /* the resolvers, each as a program would find it */
     resolver_doors("cuGetProcAddress_v2", cuGetProcAddress_v2, 10);
     resolve_v2_fn engine_resolver = (resolve_v2_fn)dlsym(driver, "cuGetProcAddress_v2");
@@ -188,9 +221,10 @@ int main(int argc, char **argv)
           "dlsym of other names answers as glibc does");
 
     if (interposed) {
-        /* 4 doors of the linker and dlsym, 24 through cuGetProcAddress_v2, 1 through the 11.3 ABI */
+        /* 4 doors of the linker and dlsym, 3 of glibc's dlsym as dlvsym gives it, 24 through
+         * cuGetProcAddress_v2, 1 through the 11.3 ABI */
         check(calls_of("cuGetProcAddress_v2") >= 48 && calls_of("cuGetProcAddress") >= 2 &&
-                  calls_of("cuMemAlloc_v2") == 29 && calls_of("cuMemFree_v2") == 29,
+                  calls_of("cuMemAlloc_v2") == 32 && calls_of("cuMemFree_v2") == 32,
               "%s", "the wrappers counted their calls in the stats region");
     }
     printf("1..%d\n", tap_count);

@@ -3,6 +3,7 @@
 #
 #   $(O)/tests/preload/probe          an ordinary CUDA program (links libcuda.so.1)
 #   $(O)/tests/preload/doors          reaches the driver through every door
+#   $(O)/tests/preload/devices        two devices: a stray context, per-device limits, peer access
 #   $(O)/tests/preload/serving        what serving stacks do: pools of their own, stream-ordered
 #                                     frees, graphs
 #   $(O)/tests/preload/migrate_stress chunks migrate while 8 streams check their data
@@ -45,6 +46,11 @@ $(PRELOAD_TEST_DIR)/migrate_stress: $(O)/obj/tests/preload/migrate_stress.o $(O)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) $(filter %.o,$^) -o $@ $(PRELOAD_TEST_LINK)
 
+$(PRELOAD_TEST_DIR)/devices: $(O)/obj/tests/preload/devices.o $(O)/obj/tests/preload/probe_util.o \
+    $(O)/lib/simcuda/libcuda.so.1 | $(PRELOAD_TEST_KERNELS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) $(filter %.o,$^) -o $@ $(PRELOAD_TEST_LINK)
+
 $(PRELOAD_TEST_DIR)/serving: $(O)/obj/tests/preload/serving.o $(O)/obj/tests/preload/probe_util.o \
     $(O)/lib/simcuda/libcuda.so.1 | $(PRELOAD_TEST_KERNELS)
 	@mkdir -p $(@D)
@@ -81,10 +87,25 @@ TEST_SCRIPTS += $(sort $(wildcard tests/preload/test_*.sh))
 
 # The shell tests need these built by `make test`.
 test-progs: $(PRELOAD_TEST_DIR)/probe $(PRELOAD_TEST_DIR)/doors $(PRELOAD_TEST_DIR)/heat_probe \
-            $(PRELOAD_TEST_DIR)/serving $(PRELOAD_TEST_DIR)/filecopy $(PRELOAD_TEST_DIR)/migrate_stress \
+            $(PRELOAD_TEST_DIR)/serving $(PRELOAD_TEST_DIR)/devices $(PRELOAD_TEST_DIR)/filecopy $(PRELOAD_TEST_DIR)/migrate_stress \
             $(PRELOAD_TEST_DIR)/nvml_linked $(PRELOAD_TEST_DIR)/nvml_dlopen \
             $(PRELOAD_TEST_KERNELS) \
             $(O)/lib/libtiermem.so $(O)/bin/tiermem-stat
+
+# `make test-aarch64`: the aarch64 (GH200) cross-build of libtiermem.so and the preload
+# tests under qemu-user (tests/preload/test_preload_aarch64.sh, also part of `make test`,
+# where it skips without the toolchain); `make deps-aarch64` installs the toolchain, kept
+# out of DEB_PACKAGES for its size.
+AARCH64_DEB_PACKAGES := gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user libnuma-dev:arm64 \
+                        libjansson-dev:arm64 systemtap-sdt-dev:arm64
+.PHONY: test-aarch64 deps-aarch64
+test-aarch64: all test-progs
+	@O=$(O) AARCH64_TESTS=all tests/run.sh tests/preload/test_preload_aarch64.sh
+deps-aarch64:
+	@if [ "$$(id -u)" != 0 ]; then echo "as root: dpkg --add-architecture arm64; apt-get update;" \
+	  "apt-get install -y $(AARCH64_DEB_PACKAGES)"; exit 1; fi; \
+	dpkg --add-architecture arm64 && DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(AARCH64_DEB_PACKAGES)
 
 # `make stress`: the migration integrity test at full length (10^6 chunk migrations).
 .PHONY: stress

@@ -7,11 +7,14 @@
 #   start_held VAR=... -- cmd...      starts a `probe pieces ... HOLD` run in the background
 #                                     under the interposer; sets HELD_PID, HELD_OUT, HELD_FILE
 #   release_held                      lets it finish; sets HELD_RC
+#
+# Cross runs (make test-aarch64) set TM_EMULATOR (qemu-aarch64 -L SYSROOT): the programs run
+# under it, and the tools that read what they leave come from the host's build, TM_HOST_B.
 PROBE=$B/tests/preload/probe
 SERVING=$B/tests/preload/serving
 DOORS=$B/tests/preload/doors
 LIBTIERMEM=$B/lib/libtiermem.so
-TIERMEM_STAT=$B/bin/tiermem-stat
+TIERMEM_STAT=${TM_HOST_B:-$B}/bin/tiermem-stat
 export LD_LIBRARY_PATH=$B/lib/simcuda
 SCRATCH=$(mktemp -d)
 trap 'rm -rf "$SCRATCH"' EXIT
@@ -19,12 +22,13 @@ trap 'rm -rf "$SCRATCH"' EXIT
 under_tiermem() {
   local vars=()
   while [ "$1" != -- ]; do vars+=("$1"); shift; done; shift
-  env "${vars[@]}" LD_PRELOAD="$(preload_value "$LIBTIERMEM")" "$@"
+  if [ -n "${TM_EMULATOR:-}" ]; then env "${vars[@]}" $TM_EMULATOR -E LD_PRELOAD="$LIBTIERMEM" "$@"
+  else env "${vars[@]}" LD_PRELOAD="$(preload_value "$LIBTIERMEM")" "$@"; fi
 }
 without_tiermem() {
   local vars=()
   while [ "$1" != -- ]; do vars+=("$1"); shift; done; shift
-  env "${vars[@]}" "$@"
+  env "${vars[@]}" ${TM_EMULATOR:-} "$@"
 }
 json_tier() { grep "\"name\":\"$2\"" <<<"$1" | sed -E "s/.*\"$3\":([0-9]+).*/\1/"; }
 json_value() { grep -o "\"$2\":[0-9]*" <<<"$1" | head -n 1 | cut -d: -f2; }
@@ -53,7 +57,11 @@ start_held() {
   local vars=()
   while [ "$1" != -- ]; do vars+=("$1"); shift; done; shift
   # a plain command, so that $! is the program itself (env execs it)
-  env "${vars[@]}" LD_PRELOAD="$(preload_value "$LIBTIERMEM")" "$@" "$HELD_FILE" >"$HELD_OUT" 2>&1 &
+  if [ -n "${TM_EMULATOR:-}" ]; then
+    env "${vars[@]}" $TM_EMULATOR -E LD_PRELOAD="$LIBTIERMEM" "$@" "$HELD_FILE" >"$HELD_OUT" 2>&1 &
+  else
+    env "${vars[@]}" LD_PRELOAD="$(preload_value "$LIBTIERMEM")" "$@" "$HELD_FILE" >"$HELD_OUT" 2>&1 &
+  fi
   HELD_PID=$!
   for _ in $(seq 600); do
     grep -q '^ready' "$HELD_OUT" 2>/dev/null && return 0

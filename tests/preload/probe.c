@@ -13,6 +13,8 @@
  *   probe threads THREADS OPS             threads allocating and freeing mixed sizes, with checks
  *   probe fork                            a child allocating on its own; a child of a live parent
  *   probe leak SIZE COUNT                 allocations never freed: left to the exit
+ *   probe late SIZE                       an allocation read and freed by an exit handler that
+ *                                         runs after tiermem's (as C++ static destructors do)
  *   probe ctx                             allocations in a context destroyed without freeing them
  *   probe exit CODE                       a few allocations, then exit with CODE
  *   probe faults                          every allocation path once, going on past failures:
@@ -454,6 +456,42 @@ static int run_leak(size_t size, int count)
     return 0;
 }
 
+/* A handler registered before the first allocation runs after tiermem's exit handler, as
+ * C++ static destructors do: the memory must still be there, and freeing it must work. */
+static CUdeviceptr late_ptr;
+static size_t late_size;
+
+static void late_reader(void)
+{
+    uint8_t *host = malloc(late_size);
+    if (!host)
+        return;
+    CUresult copied = cuMemcpyDtoH(host, late_ptr, late_size);
+    size_t wrong = 0;
+    for (size_t i = 0; copied == CUDA_SUCCESS && i < late_size; i++)
+        wrong += host[i] != (uint8_t)(i * 7u + 3u);
+    printf("late read: %s, %zu bytes wrong\n", probe_error_name(copied), copied == CUDA_SUCCESS ? wrong : late_size);
+    printf("late free: %s\n", probe_error_name(cuMemFree(late_ptr)));
+    free(host);
+}
+
+static int run_late(size_t size)
+{
+    probe_init();
+    atexit(late_reader);
+    late_size = size;
+    CHECK(cuMemAlloc(&late_ptr, size));
+    uint8_t *host = malloc(size);
+    if (!host)
+        return 4;
+    for (size_t i = 0; i < size; i++)
+        host[i] = (uint8_t)(i * 7u + 3u);
+    CHECK(cuMemcpyHtoD(late_ptr, host, size));
+    free(host);
+    printf("exiting with %zu bytes allocated\n", size);
+    return 0;
+}
+
 /* Reads this process's stats region, if it has one (under the interposer). */
 static bool own_stats(tm_stats_snapshot *s)
 {
@@ -581,6 +619,8 @@ int main(int argc, char **argv)
         return run_leak(probe_parse_size(argv[2]), atoi(argv[3]));
     if (argc == 2 && strcmp(argv[1], "ctx") == 0)
         return run_ctx();
+    if (argc == 3 && strcmp(argv[1], "late") == 0)
+        return run_late(probe_parse_size(argv[2]));
     if (argc == 2 && strcmp(argv[1], "faults") == 0)
         return run_faults();
     if (argc == 3 && strcmp(argv[1], "exit") == 0)

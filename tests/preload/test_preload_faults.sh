@@ -3,7 +3,8 @@
 # probe allocates, maps and frees (SIMCUDA_FAIL finds how many calls of each function
 # there are) is failed once in turn. The program sees no error but the driver's (or, when
 # tiermem passes the call through instead, none), its data stays right, and nothing leaks:
-# tiermem's counters return to zero and simcuda has nothing live at exit.
+# tiermem's counters return to zero and simcuda has nothing live at exit (unless the program
+# itself gave up and exited holding memory, which is then the driver's to take back).
 source "$(dirname "$0")/../lib/tap.sh"
 source "$(dirname "$0")/preload_lib.sh"
 SIM=(SIMCUDA_MEM=64M SIMCUDA_LOG=info)
@@ -39,10 +40,14 @@ walk() { # walk LABEL ENV...: fails each counted call once in turn under the giv
       why=""
       [ "$rc" -eq 0 ] || [ "$rc" -eq 3 ] || why="exit status $rc"
       grep 'CUDA_ERROR_' <<<"$out" | grep -v '^simcuda:' | grep -qv 'CUDA_ERROR_OUT_OF_MEMORY' && why="$why; an error other than the driver's"
-      grep -q '^simcuda: exit: device memory in use 0 bytes' <<<"$out" || why="$why; device memory left in use"
-      grep -q '^simcuda: exit: 0 physical allocations and 0 address reservations live' <<<"$out" || why="$why; VMM objects left"
+      # status 3: the program gave up at a failed call and exited holding memory, which is
+      # left to the driver at exit (as without the interposer); otherwise nothing may stay
+      if [ "$rc" -ne 3 ]; then
+        grep -q '^simcuda: exit: device memory in use 0 bytes' <<<"$out" || why="$why; device memory left in use"
+        grep -q '^simcuda: exit: 0 physical allocations and 0 address reservations live' <<<"$out" || why="$why; VMM objects left"
+      fi
       # a call failed while tiermem set the device up turns tiering off (one line): no region then
-      if ! grep -q '^tiermem: warning: .*: tiering is off, every call passes through to the driver$' <<<"$out"; then
+      if [ "$rc" -ne 3 ] && ! grep -q '^tiermem: warning: .*: tiering is off, every call passes through to the driver$' <<<"$out"; then
         [ "$(json_tier_sum "$json" used) $(json_value "$json" tiered_count) $(json_value "$json" small_count)" == "0 0 0" ] ||
           why="$why; tiermem's counters are not zero"
       fi

@@ -82,7 +82,7 @@ old=$SCRATCH/old.stats
 out=$("$TIERMEM_STAT" "$old" 2>&1); rc=$?
 check_eq "tiermem-stat exits 2 on a version 1 region" "$rc" 2
 check "and says which version it found and which it reads" \
-  grep -q "^tiermem-stat: $old: stats layout version 1, this tiermem-stat reads version 3 only" <<<"$out"
+  grep -q "^tiermem-stat: $old: stats layout version 1, this tiermem-stat reads version 4 only" <<<"$out"
 check_eq "in one line" "$(wc -l <<<"$out")" 1
 
 done_testing

@@ -27,13 +27,22 @@ done
 out=$(under_tiermem "${SIM[@]}" TIERMEM_CXL_NODE=1 -- "$PROBE" ctx 2>&1); rc=$?
 check_eq "a destroyed context takes its allocations along" "$rc $(grep -c '^after destroy: chunked 0, small 0, hbm 0 bytes' <<<"$out")" "0 1"
 
+# What the program leaves allocated is the driver's to take back at exit, as without the
+# interposer: C++ static destructors may still use it after tiermem's exit handler.
 for what in "8M 3" "4K 3"; do
   out=$(without_tiermem "${SIM[@]}" -- "$PROBE" leak $what 2>&1)
   check "without the interposer simcuda reports leaked memory ($what)" lacks 'device memory in use 0 bytes' "$out"
   out=$(under_tiermem "${SIM[@]}" TIERMEM_CXL_NODE=1 TIERMEM_LOG=info -- "$PROBE" leak $what 2>&1)
   pid=$(grep -o 'stats region /dev/shm/tiermem\.[0-9]*' <<<"$out" | sed 's/.*\.//')
-  check "under the interposer everything is released at exit ($what)" grep -q 'device memory in use 0 bytes' <<<"$out"
+  check "under the interposer it is left to the driver too ($what)" lacks 'device memory in use 0 bytes' "$out"
   check "and the stats region is gone ($what)" test -n "$pid" -a ! -e "/dev/shm/tiermem.$pid"
+done
+for size in 6M 4096; do
+  out=$(under_tiermem "${SIM[@]}" TIERMEM_CXL_NODE=1 TIERMEM_HBM_LIMIT=4M TIERMEM_LOG=info -- "$PROBE" late $size 2>&1)
+  check "an exit handler running after tiermem's reads a $size allocation right" \
+    grep -q '^late read: CUDA_SUCCESS, 0 bytes wrong$' <<<"$out"
+  check "  and frees it" grep -q '^late free: CUDA_SUCCESS$' <<<"$out"
+  check "  nothing is left at the driver's exit" grep -q 'device memory in use 0 bytes' <<<"$out"
 done
 
 out=$(under_tiermem SIMCUDA_MEM=64M SIMCUDA_NUMA_NODES=0,1 SIMCUDA_LOG=info TIERMEM_CXL_NODE=1 \

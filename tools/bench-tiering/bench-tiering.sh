@@ -18,12 +18,17 @@
 # the fixed per-operation costs (launch, copy set-up, first access over the link) are set
 # to 0 so that a small model stands for a large one, where they are a sliver of a step.
 # Host code is free (SIMCUDA_HOST_TIME=0): figures depend on the work and the profile only.
+# Decode is measured in steady state: the first BENCH_TIERING_WARMUP decode steps run but
+# are left out (tiermem-llm --warmup), so a policy that moves memory while the program runs
+# is timed once it has settled, and one that places at allocation loses nothing by it; the
+# prefill column is the first pass, cold.
 # The managed policies run with TIERMEM_MIN_TIERED=64K, so that every weight tensor is
 # managed memory, as in llama.cpp's single managed weight buffer; the others keep the
 # default (2 MiB, the chunk).
 #
 #   BENCH_TIERING_DEVICE_MIB (12), BENCH_TIERING_RATIOS ("1.0 1.25 1.5 1.75 2 2.5 3"),
-#   BENCH_TIERING_PROFILES ("h200-pcie5 gh200-c2c"), BENCH_TIERING_DECODE (2 steps)
+#   BENCH_TIERING_PROFILES ("h200-pcie5 gh200-c2c"), BENCH_TIERING_DECODE (2 steps timed),
+#   BENCH_TIERING_WARMUP (8 decode steps before them)
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 O=${O:-build}
@@ -39,6 +44,8 @@ DEVICE_MIB=${BENCH_TIERING_DEVICE_MIB:-12}
 RATIOS=${BENCH_TIERING_RATIOS:-1.0 1.25 1.5 1.75 2 2.5 3}
 PROFILES=${BENCH_TIERING_PROFILES:-h200-pcie5 gh200-c2c}
 DECODE=${BENCH_TIERING_DECODE:-2}
+WARMUP=${BENCH_TIERING_WARMUP:-8}
+STEADY=(-n $((WARMUP + DECODE + 1)) --warmup $WARMUP)
 BIG_MIB=$((DEVICE_MIB * 8 + 256))     # "all in HBM": a device large enough for any model here
 KV=(--kv-dtype f16 --kv-blocks 48)    # f16: no fp8 calibration pass; 48 blocks hold either run
 SIM=(SIMCUDA_HOST_TIME=0 SIMCUDA_LAUNCH_US=0 SIMCUDA_COPY_US=0 SIMCUDA_HOST_LATENCY_US=0)
@@ -85,22 +92,26 @@ for r in $RATIOS; do
   "$MK" -o "${MODEL[$r]}" --layers "$layers" --vocab "$vocab" "${SHAPE[@]}" | sed "s/^/# ${r}x: /"
 done
 
-# run_one PROFILE POLICY MODEL MODE [ENV...] -> "step_ms weight_bytes device_bytes prompt_tokens"
-# (step: one decode step, or the whole prefill); "fail ..." when the run did not finish.
+# run_one PROFILE POLICY MODEL MODE [ENV...] (POLICY hbm: no interposer, a device large
+# enough; plain: no interposer, the device of the bench) -> "step_ms weight_bytes device_bytes prompt_tokens tokens"
+# (step: one decode step, or the whole prefill; tokens: a digest of every sequence's
+# generated ids); "fail ..." when the run did not finish.
 run_one() {
   local profile=$1 policy=$2 model=$3 mode=$4; shift 4
   local env=("${SIM[@]}" SIMCUDA_PROFILE="$profile" SIMCUDA_MEM=${DEVICE_MIB}M "$@")
   [ "$policy" = hbm ] && env=("${SIM[@]}" SIMCUDA_PROFILE="$profile" SIMCUDA_MEM=${BIG_MIB}M "$@")
-  [ "$policy" != hbm ] && env+=(LD_PRELOAD="$LIB" TIERMEM_POLICY="$policy")
+  [ "$policy" != hbm ] && [ "$policy" != plain ] && env+=(LD_PRELOAD="$LIB" TIERMEM_POLICY="$policy")
   case $policy in managed*) env+=(TIERMEM_MIN_TIERED=64K) ;; esac
   local args
   case $mode in
-    decode1) args=(--prompts-file "$T/prompts1" -n $((DECODE + 1))) ;;
-    decode16) args=(--prompts-file "$T/prompts16" -n $((DECODE + 1))) ;;
+    decode1) args=(--prompts-file "$T/prompts1" "${STEADY[@]}") ;;
+    decode16) args=(--prompts-file "$T/prompts16" "${STEADY[@]}") ;;
+    first) args=(--prompts-file "$T/prompts1" -n 3) ;; # the first decode steps, no warm-up
+    long) args=(--prompts-file "$T/prompts1" -n 64) ;;
     prefill) args=(-p "$(cat "$T/prompt512")" -n 1) ;;
   esac
-  if ! env "${env[@]}" "$LLM" -m "$model" "${args[@]}" "${KV[@]}" >/dev/null 2>"$T/run.err"; then
-    echo "fail 0 0 0"; cp "$T/run.err" "$OUT/tiering-failed-$profile-$policy-$mode.log"; return
+  if ! env "${env[@]}" "$LLM" -m "$model" "${args[@]}" "${KV[@]}" -v >/dev/null 2>"$T/run.err"; then
+    echo "fail 0 0 0 -"; cp "$T/run.err" "$OUT/tiering-failed-$profile-$policy-$mode.log"; return
   fi
   local w d p step
   w=$(field weight_bytes "$T/run.err") d=$(field device_bytes "$T/run.err") p=$(field prompt_tokens "$T/run.err")
@@ -109,7 +120,19 @@ run_one() {
   else
     step=$(field sim_decode_step_ms "$T/run.err")
   fi
-  echo "${step:-fail} ${w:-0} ${d:-0} ${p:-0}"
+  echo "${step:-fail} ${w:-0} ${d:-0} ${p:-0} $(grep 'generated ids:' "$T/run.err" | md5sum | cut -c1-12)"
+}
+
+# speedup SLOW_MS FAST_MS: how many times faster, or "n/a"
+speedup() { awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2f", a / b; else print "n/a" }'; }
+
+# same_tokens WHAT REFERENCE DIGEST: a run that did not produce the all-HBM tokens is said
+# loudly (stderr and the table) and counted; the bench then exits 1.
+MISMATCHES=0
+same_tokens() {
+  [ "$3" = "$2" ] && return 0
+  echo "bench-tiering: TOKEN MISMATCH: $1 did not generate the all-HBM tokens" | tee -a "$T/mismatches" >&2
+  MISMATCHES=$((MISMATCHES + 1))
 }
 
 # bound_ms PROFILE MODE WEIGHT_BYTES PROMPT_TOKENS
@@ -135,12 +158,13 @@ printf 'profile\tmode\tratio\tpolicy\tstep_ms\tbound_ms\n' >"$ROWS"
 for profile in $PROFILES; do
   for r in $RATIOS; do
     for mode in decode1 decode16 prefill; do
-      read -r step w d p < <(run_one "$profile" hbm "${MODEL[$r]}" $mode)
+      read -r step w d p ref < <(run_one "$profile" hbm "${MODEL[$r]}" $mode)
       bound=$(bound_ms "$profile" $mode "$w" "$p")
       actual=$(awk -v w="$w" -v d=$((DEVICE_MIB << 20)) 'BEGIN { printf "%.2f", w / d }')
       printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$profile" $mode "$actual" hbm "$step" "$bound" >>"$ROWS"
       for policy in $policies; do
-        read -r step _ < <(run_one "$profile" "$policy" "${MODEL[$r]}" $mode)
+        read -r step _ _ _ digest < <(run_one "$profile" "$policy" "${MODEL[$r]}" $mode)
+        [ "$step" = fail ] || same_tokens "$profile $mode ${r}x $policy" "$ref" "$digest"
         printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$profile" $mode "$actual" "$policy" "$step" "$bound" >>"$ROWS"
       done
     done
@@ -184,30 +208,84 @@ first=${PROFILES%% *}
 {
   printf '\n%s, 128k-token vocabulary (token_embd %s, mostly cold), decode batch 1:\n' "$first" \
     "$(awk 'BEGIN { printf "%.0f MiB", 131072 * 32 * 4 / 1048576 }')"
-  read -r hstep w d p < <(run_one "$first" hbm "$T/v128k.gguf" decode1)
+  read -r hstep w d p ref < <(run_one "$first" hbm "$T/v128k.gguf" decode1)
   bound=$(bound_ms "$first" decode1 "$w" "$p")
   printf '%-16s %10s %8s\n' policy "step ms" "/ bound"
   printf '%-16s %10s %8s\n' "link bound" "$bound" 1.00
+  declare -A vstep
   for policy in hbm $policies; do
-    if [ $policy = hbm ]; then step=$hstep; else read -r step _ < <(run_one "$first" $policy "$T/v128k.gguf" decode1); fi
+    if [ $policy = hbm ]; then step=$hstep; else
+      read -r step _ _ _ digest < <(run_one "$first" $policy "$T/v128k.gguf" decode1)
+      [ "$step" = fail ] || same_tokens "128k vocabulary $policy" "$ref" "$digest"
+    fi
+    vstep[$policy]=$step
     printf '%-16s %10s %8s\n' $policy "$step" "$(awk -v s="$step" -v b="$bound" 'BEGIN { if (s + 0 > 0) printf "%.2f", s / b; else print "fail" }')"
   done
+  echo "heat against size: $(speedup "${vstep[size]}" "${vstep[heat]}")x faster (goal: at least 1.3)"
 
   r=$(awk '{ print (NF > 1 ? $2 : $1) }' <<<"$RATIOS")
-  printf '\n%s, %sx model, decode batch 16, KV pool sized by the engine from free memory (size policy):\n' "$first" $r
-  printf '%-10s %10s %12s %10s\n' meminfo kv_blocks "kv MiB" "step ms"
+  printf '\n%s, %sx model, decode batch 16, KV pool sized by the engine from free memory:\n' "$first" $r
+  printf '%-10s %-8s %10s %12s %10s\n' meminfo policy kv_blocks "kv MiB" "step ms"
+  declare -A kstep
   for view in physical virtual; do
-    env "${SIM[@]}" SIMCUDA_PROFILE="$first" SIMCUDA_MEM=${DEVICE_MIB}M LD_PRELOAD="$LIB" TIERMEM_MEMINFO=$view \
-      TIERMEM_DDR_LIMIT=$((DEVICE_MIB * 16))M "$LLM" -m "${MODEL[$r]}" --prompts-file "$T/prompts16" \
-      -n $((DECODE + 1)) --kv-dtype f16 >/dev/null 2>"$T/run.err" || cp "$T/run.err" "$OUT/tiering-failed-kv-$view.log"
-    if [ -z "$(field kv_blocks "$T/run.err")" ]; then
-      printf '%-10s %s\n' $view "no KV pool: $(sed -n 's/^error: //p' "$T/run.err" | head -n 1)"
-      continue
-    fi
-    printf '%-10s %10s %12s %10s\n' $view "$(field kv_blocks "$T/run.err")" \
-      "$(awk -v b="$(field kv_bytes "$T/run.err")" 'BEGIN { printf "%.1f", b / 1048576 }')" \
-      "$(field sim_decode_step_ms "$T/run.err")"
+    for policy in size heat; do
+      env "${SIM[@]}" SIMCUDA_PROFILE="$first" SIMCUDA_MEM=${DEVICE_MIB}M LD_PRELOAD="$LIB" TIERMEM_MEMINFO=$view \
+        TIERMEM_POLICY=$policy TIERMEM_DDR_LIMIT=$((DEVICE_MIB * 16))M "$LLM" -m "${MODEL[$r]}" \
+        --prompts-file "$T/prompts16" "${STEADY[@]}" --kv-dtype f16 >/dev/null 2>"$T/run.err" ||
+        cp "$T/run.err" "$OUT/tiering-failed-kv-$view-$policy.log"
+      if [ -z "$(field kv_blocks "$T/run.err")" ]; then
+        printf '%-10s %-8s %s\n' $view $policy "no KV pool: $(sed -n 's/^error: //p' "$T/run.err" | head -n 1)"
+        continue
+      fi
+      kstep[$view.$policy]=$(field sim_decode_step_ms "$T/run.err")
+      printf '%-10s %-8s %10s %12s %10s\n' $view $policy "$(field kv_blocks "$T/run.err")" \
+        "$(awk -v b="$(field kv_bytes "$T/run.err")" 'BEGIN { printf "%.1f", b / 1048576 }')" "${kstep[$view.$policy]}"
+    done
   done
+  echo "virtual KV pool, heat against size: $(speedup "${kstep[virtual.size]}" "${kstep[virtual.heat]}")x faster" \
+    "(goal: at least 1.3)"
+} | tee -a "$TABLE"
+
+# ------------------------------------------------------------------ the heat policy's goals
+"$MK" -o "$T/fits.gguf" --layers 1 --vocab 1024 "${SHAPE[@]}" | sed 's/^/# fits: /'
+{
+  printf '\n%s, the heat policy (steady-state decode, %d warm-up steps left out):\n' "$first" $WARMUP
+  for mode in decode1 decode16; do
+    awk -F'\t' -v p="$first" -v m=$mode 'NR > 1 && $1 == p && $2 == m && $5 != "fail" {
+        d = $3 - 1.75; if (d < 0) d = -d
+        if (!($3 in seen)) { seen[$3] = 1; if (best == "" || d < bd) { best = $3; bd = d } }
+        step[$3 "|" $4] = $5 }
+      END { if (best == "") exit
+        h = step[best "|heat"]; g = step[best "|managed"]
+        printf "%s, %sx model: heat against managed: %s faster (goal: at least 5)\n", m, best,
+          (h > 0 && g > 0) ? sprintf("%.1fx", g / h) : "n/a" }' "$ROWS"
+  done
+  # everything fits in HBM: heat must cost nothing and move nothing
+  read -r plain _ _ _ ref < <(run_one "$first" plain "$T/fits.gguf" decode1)
+  read -r fstep _ _ _ digest < <(run_one "$first" heat "$T/fits.gguf" decode1 TIERMEM_STATS="$T/fits.stats")
+  moved=$("$STAT" --json "$T/fits.stats" 2>/dev/null | grep -o '"migrations":[0-9]*' | cut -d: -f2)
+  same_tokens "heat, the model fits in HBM" "$ref" "$digest"
+  echo "the model fits in HBM: heat at $(speedup "$fstep" "$plain")x the speed without the interposer" \
+    "(goal: at least 0.99), ${moved:-?} migrations (goal: 0)"
+  # warm start: the first decode steps of the 128k vocabulary, cold and with the profile
+  # an earlier run of 64 tokens wrote (3 tokens are too few launches for sampled heat)
+  read -r _ _ _ _ ref < <(run_one "$first" hbm "$T/v128k.gguf" first)
+  read -r cold _ _ _ digest < <(run_one "$first" heat "$T/v128k.gguf" first)
+  same_tokens "heat, 128k vocabulary, first steps, cold" "$ref" "$digest"
+  run_one "$first" heat "$T/v128k.gguf" long TIERMEM_PROFILE="$T/warm.profile" >/dev/null
+  read -r warm _ _ _ digest < <(run_one "$first" heat "$T/v128k.gguf" first TIERMEM_PROFILE="$T/warm.profile")
+  same_tokens "heat, 128k vocabulary, first steps, warm" "$ref" "$digest"
+  echo "128k vocabulary, first 2 decode steps: $cold ms cold, $warm ms with TIERMEM_PROFILE of an earlier run" \
+    "($(speedup "$cold" "$warm")x)"
+  # f32 and fp8 KV: the heat policy's tokens are the all-HBM ones
+  r=$(awk '{ print (NF > 3 ? $4 : $NF) }' <<<"$RATIOS")
+  for kv in f32 fp8_e4m3; do
+    KV=(--kv-dtype $kv --kv-blocks 48)
+    read -r _ _ _ _ ref < <(run_one "$first" hbm "${MODEL[$r]}" decode16)
+    read -r _ _ _ _ digest < <(run_one "$first" heat "${MODEL[$r]}" decode16)
+    same_tokens "heat, ${r}x model, $kv KV" "$ref" "$digest" && echo "${r}x model, $kv KV, batch 16: heat generates the all-HBM tokens"
+  done
+  KV=(--kv-dtype f16 --kv-blocks 48)
 } | tee -a "$TABLE"
 
 # ------------------------------------------------------------------ the file tier
@@ -273,6 +351,26 @@ for policy in $policies; do
   wait $pid
 done
 
+# The 128k-vocabulary model under size and heat: how much of HBM holds the hot tensor
+# (output.weight, read whole every token) and how much the cold one (token_embd.weight).
+HOT=$OUT/tiering-hot.tsv
+printf 'policy\tseconds\toutput_hbm_mib\tembd_hbm_mib\n' >"$HOT"
+for policy in size heat; do
+  env "${SIM[@]}" SIMCUDA_PROFILE="$first" SIMCUDA_MEM=${DEVICE_MIB}M LD_PRELOAD="$LIB" TIERMEM_POLICY=$policy \
+    "$LLM" -m "$T/v128k.gguf" --prompts-file "$T/prompts1" -n 400 "${KV[@]}" >/dev/null 2>&1 &
+  pid=$! t0=$(date +%s.%N)
+  while kill -0 $pid 2>/dev/null; do
+    json=$("$STAT" --json $pid 2>/dev/null) || { sleep 0.05; continue; }
+    awk -v p=$policy -v t0="$t0" -v now="$(date +%s.%N)" -v chunk=$((2 << 20)) '
+      function hbm() { match($0, /"hbm":[0-9]+/); return substr($0, RSTART + 6, RLENGTH - 6) * chunk / 1048576 }
+      /"tensor":"output.weight"/ { o = hbm() }
+      /"tensor":"token_embd.weight"/ { e = hbm() }
+      END { printf "%s\t%.2f\t%.2f\t%.2f\n", p, now - t0, o, e }' <<<"$json" >>"$HOT"
+    sleep 0.05
+  done
+  wait $pid
+done
+
 # ------------------------------------------------------------------ plots
 if command -v gnuplot >/dev/null; then
   np=$(wc -w <<<"$PROFILES")
@@ -307,8 +405,20 @@ if command -v gnuplot >/dev/null; then
       echo "plot '$OCC' using (strcol(1) eq '$policy' ? \$2 : 1/0):3 with lines title 'hbm', '' using (strcol(1) eq '$policy' ? \$2 : 1/0):4 with lines title 'ddr', '' using (strcol(1) eq '$policy' ? \$2 : 1/0):5 with lines title 'managed'"
     done
     echo "unset multiplot"
+    echo "set output '$OUT/tiering-hot.png'"
+    echo "set multiplot layout 1,2 title 'HBM held by the hot and the cold tensor of the 128k-vocabulary model ($first, device $DEVICE_MIB MiB)'"
+    for policy in size heat; do
+      echo "set title '$policy'; set xlabel 'seconds (wall)'; set ylabel 'MiB in HBM'"
+      echo "plot '$HOT' using (strcol(1) eq '$policy' ? \$2 : 1/0):3 with lines title 'output.weight (hot)', '' using (strcol(1) eq '$policy' ? \$2 : 1/0):4 with lines title 'token_embd.weight (cold)'"
+    done
+    echo "unset multiplot"
   } >"$T/plot.gp"
   gnuplot "$T/plot.gp" 2>"$T/gnuplot.err" || sed 's/^/# gnuplot: /' "$T/gnuplot.err"
-  echo "plots: $OUT/tiering-step-time.png $OUT/tiering-occupancy.png"
+  echo "plots: $OUT/tiering-step-time.png $OUT/tiering-occupancy.png $OUT/tiering-hot.png"
 fi
 echo "table: $TABLE; rows: $ROWS; bench-tiering took $(($(date +%s) - start)) s"
+if [ -s "$T/mismatches" ]; then
+  echo "bench-tiering: $(wc -l <"$T/mismatches") runs did not generate the all-HBM tokens:" >&2
+  cat "$T/mismatches" >&2
+  exit 1
+fi

@@ -51,10 +51,7 @@ void sim_context_release_resources(sim_context *ctx)
 
 static CUresult primary_check(CUdevice device)
 {
-    CUresult result = sim_check_init();
-    if (result != CUDA_SUCCESS)
-        return result;
-    return device == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+    return sim_device_check(device);
 }
 
 SIM_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice device)
@@ -66,8 +63,8 @@ SIM_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice device)
     if (!pctx)
         return CUDA_ERROR_INVALID_VALUE;
     sim_lock();
-    sim.primary->primary_refs++;
-    *pctx = (CUcontext)sim.primary;
+    sim.primaries[device]->primary_refs++;
+    *pctx = (CUcontext)sim.primaries[device];
     sim_unlock();
     return CUDA_SUCCESS;
 }
@@ -79,10 +76,10 @@ SIM_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice device)
     if (result != CUDA_SUCCESS)
         return result;
     sim_lock();
-    if (sim.primary->primary_refs == 0) {
+    if (sim.primaries[device]->primary_refs == 0) {
         result = CUDA_ERROR_INVALID_CONTEXT;
-    } else if (--sim.primary->primary_refs == 0) {
-        sim_context_release_resources(sim.primary);
+    } else if (--sim.primaries[device]->primary_refs == 0) {
+        sim_context_release_resources(sim.primaries[device]);
     }
     sim_unlock();
     return result;
@@ -96,7 +93,7 @@ SIM_EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice device)
         return result;
     sim_lock();
     /* Reset destroys what the context holds but not the callers' retains. */
-    sim_context_release_resources(sim.primary);
+    sim_context_release_resources(sim.primaries[device]);
     sim_unlock();
     return CUDA_SUCCESS;
 }
@@ -110,8 +107,8 @@ SIM_EXPORT CUresult cuDevicePrimaryCtxGetState(CUdevice device, unsigned int *fl
     if (!flags || !active)
         return CUDA_ERROR_INVALID_VALUE;
     sim_lock();
-    *flags = sim.primary->flags;
-    *active = sim.primary->primary_refs > 0;
+    *flags = sim.primaries[device]->flags;
+    *active = sim.primaries[device]->primary_refs > 0;
     sim_unlock();
     return CUDA_SUCCESS;
 }
@@ -127,7 +124,7 @@ SIM_EXPORT CUresult cuDevicePrimaryCtxSetFlags_v2(CUdevice device, unsigned int 
         (sched & (sched - 1)))
         return CUDA_ERROR_INVALID_VALUE;
     sim_lock();
-    sim.primary->flags = flags;
+    sim.primaries[device]->flags = flags;
     sim_unlock();
     return CUDA_SUCCESS;
 }
@@ -149,7 +146,7 @@ static CUresult context_create(CUcontext *pctx, unsigned int flags, CUdevice dev
         return result;
     if (!pctx)
         return CUDA_ERROR_INVALID_VALUE;
-    if (device != 0)
+    if (device < 0 || device >= sim.config.device_count)
         return CUDA_ERROR_INVALID_DEVICE;
     const unsigned known = CU_CTX_SCHED_MASK | CU_CTX_MAP_HOST | CU_CTX_LMEM_RESIZE_TO_MAX |
                            CU_CTX_COREDUMP_ENABLE | CU_CTX_USER_COREDUMP_ENABLE | CU_CTX_SYNC_MEMOPS;
@@ -413,4 +410,44 @@ SIM_EXPORT CUresult cuCtxGetId(CUcontext handle, unsigned long long *id)
     }
     *id = ctx->id;
     return CUDA_SUCCESS;
+}
+
+/* ---------------------------------------------------------------- peer access */
+
+/* The current context may then reach the memory of the peer context's device (simcuda
+ * checks it for VMM mappings, whose access is per device; see cuMemSetAccess). */
+SIM_EXPORT CUresult cuCtxEnablePeerAccess(CUcontext peerContext, unsigned int flags)
+{
+    SIM_FAIL_POINT(cuCtxEnablePeerAccess);
+    if (flags != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    sim_lock();
+    sim_context *ctx = NULL, *peer = sim_object_find(peerContext, SIM_CONTEXT);
+    CUresult result = sim_current_context_locked(&ctx);
+    if (result == CUDA_SUCCESS && !peer)
+        result = CUDA_ERROR_INVALID_CONTEXT;
+    else if (result == CUDA_SUCCESS && peer->device == ctx->device)
+        result = CUDA_ERROR_INVALID_DEVICE;
+    else if (result == CUDA_SUCCESS && (ctx->peers & (1u << peer->device)))
+        result = CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED;
+    else if (result == CUDA_SUCCESS)
+        ctx->peers |= 1u << peer->device;
+    sim_unlock();
+    return result;
+}
+
+SIM_EXPORT CUresult cuCtxDisablePeerAccess(CUcontext peerContext)
+{
+    SIM_FAIL_POINT(cuCtxDisablePeerAccess);
+    sim_lock();
+    sim_context *ctx = NULL, *peer = sim_object_find(peerContext, SIM_CONTEXT);
+    CUresult result = sim_current_context_locked(&ctx);
+    if (result == CUDA_SUCCESS && !peer)
+        result = CUDA_ERROR_INVALID_CONTEXT;
+    else if (result == CUDA_SUCCESS && !(ctx->peers & (1u << peer->device)))
+        result = CUDA_ERROR_PEER_ACCESS_NOT_ENABLED;
+    else if (result == CUDA_SUCCESS)
+        ctx->peers &= ~(1u << peer->device);
+    sim_unlock();
+    return result;
 }

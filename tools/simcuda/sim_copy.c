@@ -7,7 +7,7 @@ typedef enum copy_side { SIDE_HOST, SIDE_DEVICE, SIDE_UNIFIED } copy_side;
 
 /* Lock held: checks one side of a copy. Unified pointers are device memory when the
  * driver knows them, otherwise pageable host memory. */
-static CUresult side_check(uintptr_t address, copy_side side, size_t bytes, bool for_write)
+static CUresult side_check(const sim_context *ctx, uintptr_t address, copy_side side, size_t bytes, bool for_write)
 {
     if (address == 0)
         return CUDA_ERROR_INVALID_VALUE;
@@ -15,7 +15,7 @@ static CUresult side_check(uintptr_t address, copy_side side, size_t bytes, bool
         return CUDA_SUCCESS;
     if (side == SIDE_UNIFIED && !sim_region_find(TREE_REGIONS, address))
         return CUDA_SUCCESS;
-    return sim_range_check(address, bytes, for_write);
+    return sim_range_check(ctx->device, address, bytes, for_write);
 }
 
 /* sync: the synchronous forms, after which the host has waited for the copy. */
@@ -24,13 +24,14 @@ static CUresult copy(uintptr_t dst, copy_side dst_side, uintptr_t src, copy_side
 {
     sim_lock();
     sim_stream *stream = NULL;
-    CUresult result = sim_current_context_locked(NULL);
+    sim_context *ctx = NULL;
+    CUresult result = sim_current_context_locked(&ctx);
     if (result == CUDA_SUCCESS)
         result = sim_stream_resolve(stream_handle, &stream);
     if (result == CUDA_SUCCESS && bytes > 0) {
-        result = side_check(dst, dst_side, bytes, true);
+        result = side_check(ctx, dst, dst_side, bytes, true);
         if (result == CUDA_SUCCESS)
-            result = side_check(src, src_side, bytes, false);
+            result = side_check(ctx, src, src_side, bytes, false);
     }
     sim_unlock();
     if (result != CUDA_SUCCESS || bytes == 0)
@@ -87,11 +88,12 @@ static CUresult memset_elements(CUdeviceptr dst, unsigned int value, size_t elem
         return CUDA_ERROR_INVALID_VALUE;
     sim_lock();
     sim_stream *stream = NULL;
-    CUresult result = sim_current_context_locked(NULL);
+    sim_context *ctx = NULL;
+    CUresult result = sim_current_context_locked(&ctx);
     if (result == CUDA_SUCCESS)
         result = sim_stream_resolve(stream_handle, &stream);
     if (result == CUDA_SUCCESS && count > 0)
-        result = side_check(dst, SIDE_DEVICE, element_size * count, true);
+        result = side_check(ctx, dst, SIDE_DEVICE, element_size * count, true);
     sim_unlock();
     if (result != CUDA_SUCCESS || count == 0)
         return result;

@@ -1,5 +1,7 @@
-/* sim_device.c — cuInit, the driver version, and the one emulated device: its name,
- * attributes (an H200-class part: compute capability 9.0), memory size and UUID. */
+/* sim_device.c — cuInit, the driver version, and the emulated devices (SIMCUDA_DEVICES,
+ * one by default): their name, attributes (an H200-class part: compute capability 9.0),
+ * memory size, UUID, PCI bus id, and peer access between them. */
+#include <stdio.h>
 #include <string.h>
 
 #include "tools/simcuda/sim_internal.h"
@@ -20,12 +22,16 @@ SIM_EXPORT CUresult cuInit(unsigned int flags)
         if (result != CUDA_SUCCESS) {
             sim.init_error = result;
         } else {
-            static sim_context primary = { .primary = true, .device = 0 };
+            static sim_context primaries[SIM_MAX_DEVICES];
             static sim_pool default_pool = { .device = 0, .is_default = true };
-            sim_object_add(&primary.obj, SIM_CONTEXT);
+            for (int d = 0; d < sim.config.device_count; d++) {
+                primaries[d] = (sim_context){ .primary = true, .device = d };
+                sim_object_add(&primaries[d].obj, SIM_CONTEXT);
+                primaries[d].id = ++sim.next_id;
+                sim.primaries[d] = &primaries[d];
+            }
             sim_object_add(&default_pool.obj, SIM_POOL);
-            primary.id = ++sim.next_id;
-            sim.primary = &primary;
+            sim.primary = sim.primaries[0];
             sim.default_pool = &default_pool;
             sim.initialized = true;
             sim_info("device memory %zu MiB%s, HOST_NUMA nodes %d%s", sim.config.device_capacity >> 20,
@@ -49,13 +55,14 @@ SIM_EXPORT CUresult cuDriverGetVersion(int *version)
     return CUDA_SUCCESS;
 }
 
-static CUresult check_device(CUdevice device)
+CUresult sim_device_check(CUdevice device)
 {
     CUresult result = sim_check_init();
     if (result != CUDA_SUCCESS)
         return result;
-    return device == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+    return device >= 0 && device < sim.config.device_count ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
 }
+#define check_device sim_device_check
 
 SIM_EXPORT CUresult cuDeviceGet(CUdevice *device, int ordinal)
 {
@@ -65,9 +72,9 @@ SIM_EXPORT CUresult cuDeviceGet(CUdevice *device, int ordinal)
         return result;
     if (!device)
         return CUDA_ERROR_INVALID_VALUE;
-    if (ordinal != 0)
+    if (ordinal < 0 || ordinal >= sim.config.device_count)
         return CUDA_ERROR_INVALID_DEVICE;
-    *device = 0;
+    *device = ordinal;
     return CUDA_SUCCESS;
 }
 
@@ -79,7 +86,7 @@ SIM_EXPORT CUresult cuDeviceGetCount(int *count)
         return result;
     if (!count)
         return CUDA_ERROR_INVALID_VALUE;
-    *count = 1;
+    *count = sim.config.device_count;
     return CUDA_SUCCESS;
 }
 
@@ -104,7 +111,7 @@ SIM_EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice device)
         return result;
     if (!bytes)
         return CUDA_ERROR_INVALID_VALUE;
-    *bytes = sim.config.device_capacity;
+    *bytes = sim.config.device_capacities[device];
     return CUDA_SUCCESS;
 }
 
@@ -115,7 +122,8 @@ static CUresult device_uuid(CUuuid *uuid, CUdevice device)
         return result;
     if (!uuid)
         return CUDA_ERROR_INVALID_VALUE;
-    static const char bytes[16] = "simcuda-device-0";
+    char bytes[16] = "simcuda-device-0";
+    bytes[15] = (char)('0' + device); /* device < SIM_MAX_DEVICES */
     memcpy(uuid->bytes, bytes, sizeof uuid->bytes);
     return CUDA_SUCCESS;
 }
@@ -127,7 +135,7 @@ SIM_EXPORT CUresult cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice device) { SIM_FAIL
 
 /* Attributes of an H200-class device. Attributes not listed read 0, like a feature the
  * device does not have. */
-static int attribute_value(CUdevice_attribute attribute)
+static int attribute_value(CUdevice_attribute attribute, CUdevice device)
 {
     switch (attribute) {
     case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: return 1024;
@@ -160,7 +168,7 @@ static int attribute_value(CUdevice_attribute attribute)
     case CU_DEVICE_ATTRIBUTE_GPU_OVERLAP: return 1;
     case CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS: return 1;
     case CU_DEVICE_ATTRIBUTE_ECC_ENABLED: return 1;
-    case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID: return 0x1b;
+    case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID: return 0x1b + device;
     case CU_DEVICE_ATTRIBUTE_TCC_DRIVER: return 0;
     case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING: return 1;
     case CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY: return 1;
@@ -193,6 +201,34 @@ SIM_EXPORT CUresult cuDeviceGetAttribute(int *value, CUdevice_attribute attribut
         return result;
     if (!value || attribute <= 0 || attribute >= CU_DEVICE_ATTRIBUTE_MAX)
         return CUDA_ERROR_INVALID_VALUE;
-    *value = attribute_value(attribute);
+    *value = attribute_value(attribute, device);
+    return CUDA_SUCCESS;
+}
+
+/* "0000:1b:00.0" for device 0, the next bus for each further device. */
+SIM_EXPORT CUresult cuDeviceGetPCIBusId(char *pciBusId, int len, CUdevice device)
+{
+    SIM_FAIL_POINT(cuDeviceGetPCIBusId);
+    CUresult result = check_device(device);
+    if (result != CUDA_SUCCESS)
+        return result;
+    if (!pciBusId || len <= 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    snprintf(pciBusId, (size_t)len, "0000:%02x:00.0", 0x1b + device);
+    return CUDA_SUCCESS;
+}
+
+/* Every pair of distinct devices can reach each other (as over NVLink). */
+SIM_EXPORT CUresult cuDeviceCanAccessPeer(int *canAccessPeer, CUdevice dev, CUdevice peerDev)
+{
+    SIM_FAIL_POINT(cuDeviceCanAccessPeer);
+    CUresult result = check_device(dev);
+    if (result == CUDA_SUCCESS)
+        result = check_device(peerDev);
+    if (result != CUDA_SUCCESS)
+        return result;
+    if (!canAccessPeer)
+        return CUDA_ERROR_INVALID_VALUE;
+    *canAccessPeer = dev != peerDev;
     return CUDA_SUCCESS;
 }

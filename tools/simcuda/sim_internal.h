@@ -32,6 +32,7 @@
 #define SIM_ALLOC_ALIGN      256               /* cuMemAlloc alignment */
 #define SIM_PITCH_ALIGN      512               /* cuMemAllocPitch row alignment */
 #define SIM_MAX_NUMA_NODES   64
+#define SIM_MAX_DEVICES      8       /* SIMCUDA_DEVICES */
 #define SIM_CTX_STACK_DEPTH  64
 
 #define SIM_EXPORT __attribute__((visibility("default")))
@@ -48,7 +49,9 @@ typedef struct sim_fail_rule {
 } sim_fail_rule;
 
 typedef struct sim_config {
-    size_t device_capacity;                 /* SIMCUDA_MEM */
+    size_t device_capacity;                 /* SIMCUDA_MEM: device 0's */
+    size_t device_capacities[SIM_MAX_DEVICES]; /* SIMCUDA_MEM: one size, or one per device */
+    int device_count;                       /* SIMCUDA_DEVICES */
     bool capacity_default;                  /* SIMCUDA_MEM unset: 16 GiB or half the host's memory */
     int numa_nodes[SIM_MAX_NUMA_NODES];     /* HOST_NUMA ids cuMemCreate accepts */
     int numa_node_count;
@@ -92,6 +95,7 @@ typedef struct sim_context {
     unsigned int flags;
     bool primary;
     int primary_refs;       /* primary context: retain count; active while > 0 */
+    unsigned peers;         /* bit d: cuCtxEnablePeerAccess gave it device d's memory */
     unsigned long long id;
 } sim_context;
 
@@ -185,7 +189,8 @@ typedef struct sim_region {
     unsigned int host_flags;
     sim_pool *pool;         /* async allocations: the pool they came from */
     sim_phys *phys;         /* mappings: the physical allocation */
-    CUmemAccess_flags access;  /* mappings: the device's access */
+    CUmemAccess_flags access;  /* mappings: the most any device has (the host view's protection) */
+    CUmemAccess_flags access_by[SIM_MAX_DEVICES]; /* mappings: each device's access */
     unsigned long long id;  /* CU_POINTER_ATTRIBUTE_BUFFER_ID */
     int mapping_count;      /* reservations: live mappings inside */
 } sim_region;
@@ -199,9 +204,9 @@ sim_region *sim_region_overlap(sim_tree tree, uintptr_t base, size_t size); /* l
 /* Calls visit for every region of a tree (lock held; visit must not modify the tree). */
 void sim_region_each(sim_tree tree, void (*visit)(sim_region *region, void *arg), void *arg);
 
-/* Checks that [address, address + bytes) is covered by contiguous regions the device may
+/* Checks that [address, address + bytes) is covered by contiguous regions `device` may
  * access (for_write: needs write access). Lock held. */
-CUresult sim_range_check(uintptr_t address, size_t bytes, bool for_write);
+CUresult sim_range_check(CUdevice device, uintptr_t address, size_t bytes, bool for_write);
 
 /* ---------------------------------------------------------------- global state */
 
@@ -215,8 +220,10 @@ typedef struct sim_state {
     void *regions;              /* tsearch root */
     void *reservations;         /* tsearch root */
     sim_context *primary;       /* the primary context of device 0 */
+    sim_context *primaries[SIM_MAX_DEVICES]; /* each device's primary context */
     sim_pool *default_pool;
-    size_t device_used;         /* bytes of DEVICE memory against the capacity */
+    size_t device_used;         /* bytes of DEVICE memory, all devices */
+    size_t device_used_of[SIM_MAX_DEVICES]; /* per device, against its capacity */
     size_t device_peak;
     size_t live_device_allocations;
     unsigned long long next_id;
@@ -247,9 +254,11 @@ CUresult sim_stream_resolve(CUstream handle, sim_stream **stream);
  * sim_stream_resolve gives it. */
 CUresult sim_stream_enter(CUstream handle, sim_stream **stream);
 
-/* Device memory accounting against SIMCUDA_MEM (lock held). */
-bool sim_device_reserve(size_t bytes);
-void sim_device_release(size_t bytes);
+/* Device memory accounting against each device's SIMCUDA_MEM (lock held). */
+bool sim_device_reserve(CUdevice device, size_t bytes);
+void sim_device_release(CUdevice device, size_t bytes);
+/* Lock not held: CUDA_SUCCESS for a device ordinal of this driver (after cuInit). */
+CUresult sim_device_check(CUdevice device);
 
 /* Byte offset of parameter `index` in a packed buffer of the table's layout (index =
  * count gives the buffer's size). */

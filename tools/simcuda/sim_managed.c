@@ -24,7 +24,7 @@ static sim_uvm *model(void)
         sim.uvm = sim_uvm_create(&params);
     }
     if (sim.uvm)
-        sim_uvm_set_capacity(sim.uvm, sim.config.device_capacity - sim.device_used);
+        sim_uvm_set_capacity(sim.uvm, sim.config.device_capacity - sim.device_used_of[0]);
     return sim.uvm;
 }
 

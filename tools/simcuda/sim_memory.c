@@ -56,7 +56,7 @@ static void region_destroy(sim_region *region)
     sim_region_delete(TREE_REGIONS, region);
     if (region->kind == REGION_DEVICE) {
         if (!region->managed)
-            sim_device_release(region->backing_size);
+            sim_device_release(region->ctx ? region->ctx->device : 0, region->backing_size);
         else
             sim_managed_remove(region->base);
         if (region->pool)
@@ -84,14 +84,14 @@ CUresult sim_device_alloc(CUdeviceptr *dptr, size_t bytes, bool managed, sim_poo
         goto fail;
     size_t charged = bytes < SMALL_ALLOCATION_LIMIT ? round_up(bytes, SIM_ALLOC_ALIGN)
                                                     : round_up(bytes, (size_t)sysconf(_SC_PAGESIZE));
-    if (!managed && !sim_device_reserve(charged)) {
+    if (!managed && !sim_device_reserve(ctx->device, charged)) {
         result = CUDA_ERROR_OUT_OF_MEMORY;
         goto fail;
     }
     void *p = backing_alloc(bytes, &region->backing_size, &region->from_mmap, true);
     if (!p) {
         if (!managed)
-            sim_device_release(charged);
+            sim_device_release(ctx->device, charged);
         result = CUDA_ERROR_OUT_OF_MEMORY;
         goto fail;
     }
@@ -563,10 +563,11 @@ SIM_EXPORT CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total_bytes)
     if (!free_bytes || !total_bytes)
         return CUDA_ERROR_INVALID_VALUE;
     sim_lock();
-    CUresult result = sim_current_context_locked(NULL);
+    sim_context *ctx = NULL;
+    CUresult result = sim_current_context_locked(&ctx);
     if (result == CUDA_SUCCESS) {
-        *free_bytes = sim.config.device_capacity - sim.device_used;
-        *total_bytes = sim.config.device_capacity;
+        *free_bytes = sim.config.device_capacities[ctx->device] - sim.device_used_of[ctx->device];
+        *total_bytes = sim.config.device_capacities[ctx->device];
     }
     sim_unlock();
     return result;
@@ -640,7 +641,12 @@ static CUresult attribute_value(void *data, CUpointer_attribute attribute, uintp
         *(int *)data = known && region->managed;
         break;
     case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
-        *(int *)data = known ? 0 : -2;
+        if (!known)
+            *(int *)data = -2;
+        else if (region->kind == REGION_MAPPING && region->phys->prop.location.type == CU_MEM_LOCATION_TYPE_DEVICE)
+            *(int *)data = region->phys->prop.location.id;
+        else
+            *(int *)data = region->ctx ? region->ctx->device : 0;
         break;
     case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
         *(int *)data = known && region->kind == REGION_DEVICE && !region->pool && !region->managed;

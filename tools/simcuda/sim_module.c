@@ -16,6 +16,13 @@
 
 #include "tools/simcuda/sim_internal.h"
 
+/* Host kernels are libraries built for the machine simcuda itself runs on. */
+#if defined(__aarch64__)
+#define HOST_MACHINE EM_AARCH64
+#else
+#define HOST_MACHINE EM_X86_64
+#endif
+
 #define FATBIN_MAGIC      0xBA55ED50u
 #define FATBIN_WRAP_MAGIC 0x466243B1u
 #define EM_NVIDIA_CUDA    190
@@ -45,7 +52,7 @@ static image_kind classify_image(const unsigned char *bytes, size_t available, s
         return IMAGE_UNKNOWN;
     if (header.e_machine == EM_NVIDIA_CUDA)
         return IMAGE_GPU_CODE;
-    if (header.e_machine != EM_X86_64 || header.e_type != ET_DYN)
+    if (header.e_machine != HOST_MACHINE || header.e_type != ET_DYN)
         return IMAGE_UNKNOWN;
     uint64_t end = header.e_shoff + (uint64_t)header.e_shnum * header.e_shentsize;
     uint64_t ph_end = header.e_phoff + (uint64_t)header.e_phnum * header.e_phentsize;

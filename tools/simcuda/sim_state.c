@@ -247,6 +247,33 @@ static bool parse_fail_rules(const char *text, sim_config *config)
     return config->fail_count > 0;
 }
 
+/* SIMCUDA_MEM: one size for every device, or a comma-separated size per device. */
+static bool parse_capacities(const char *text, sim_config *config)
+{
+    char item[64];
+    int count = 0;
+    for (const char *at = text; count < SIM_MAX_DEVICES;) {
+        const char *comma = strchr(at, ',');
+        size_t length = comma ? (size_t)(comma - at) : strlen(at);
+        if (length == 0 || length >= sizeof item)
+            return false;
+        memcpy(item, at, length);
+        item[length] = '\0';
+        if (!parse_size(item, &config->device_capacities[count++]))
+            return false;
+        if (!comma)
+            break;
+        at = comma + 1;
+    }
+    if (count == 1)
+        for (int d = 1; d < SIM_MAX_DEVICES; d++)
+            config->device_capacities[d] = config->device_capacities[0];
+    else if (count != config->device_count)
+        return false; /* a list names every device */
+    config->device_capacity = config->device_capacities[0];
+    return true;
+}
+
 CUresult sim_config_load(sim_config *config)
 {
     memset(config, 0, sizeof *config);
@@ -256,9 +283,22 @@ CUresult sim_config_load(sim_config *config)
     host_numa_nodes(config);
 
     const char *value;
+    config->device_count = 1;
+    if ((value = getenv("SIMCUDA_DEVICES")) && *value) {
+        char *end;
+        long count = strtol(value, &end, 10);
+        if (*end || count < 1 || count > SIM_MAX_DEVICES) {
+            sim_log("SIMCUDA_DEVICES='%s' is not a device count (accepts 1 to %d)", value, SIM_MAX_DEVICES);
+            return CUDA_ERROR_INVALID_VALUE;
+        }
+        config->device_count = (int)count;
+    }
+    for (int d = 0; d < SIM_MAX_DEVICES; d++)
+        config->device_capacities[d] = config->device_capacity;
     if ((value = getenv("SIMCUDA_MEM")) && *value) {
-        if (!parse_size(value, &config->device_capacity)) {
-            sim_log("SIMCUDA_MEM='%s' is not a size (accepts bytes, or a number with K, M, G or T, e.g. 512M)", value);
+        if (!parse_capacities(value, config)) {
+            sim_log("SIMCUDA_MEM='%s' is not a size or one size per device (accepts bytes, or a number with K, M, "
+                    "G or T, e.g. 512M, or 512M,1G for two devices)", value);
             return CUDA_ERROR_INVALID_VALUE;
         }
         config->capacity_default = false;
@@ -390,7 +430,7 @@ void sim_region_each(sim_tree tree, void (*visit)(sim_region *, void *), void *a
     twalk_r(*tree_root(tree), each_node, &closure);
 }
 
-CUresult sim_range_check(uintptr_t address, size_t bytes, bool for_write)
+CUresult sim_range_check(CUdevice device, uintptr_t address, size_t bytes, bool for_write)
 {
     uintptr_t end = address + bytes;
     if (end < address)
@@ -400,9 +440,10 @@ CUresult sim_range_check(uintptr_t address, size_t bytes, bool for_write)
         if (!region)
             return CUDA_ERROR_INVALID_VALUE;
         if (region->kind == REGION_MAPPING) {
-            if (region->access == CU_MEM_ACCESS_FLAGS_PROT_NONE)
+            CUmemAccess_flags access = region->access_by[device];
+            if (access == CU_MEM_ACCESS_FLAGS_PROT_NONE)
                 return CUDA_ERROR_INVALID_VALUE;
-            if (for_write && region->access != CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
+            if (for_write && access != CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
                 return CUDA_ERROR_INVALID_VALUE;
         }
         address = region->base + region->size;
@@ -412,18 +453,20 @@ CUresult sim_range_check(uintptr_t address, size_t bytes, bool for_write)
 
 /* ---------------------------------------------------------------- accounting */
 
-bool sim_device_reserve(size_t bytes)
+bool sim_device_reserve(CUdevice device, size_t bytes)
 {
-    if (bytes > sim.config.device_capacity - sim.device_used)
+    if (bytes > sim.config.device_capacities[device] - sim.device_used_of[device])
         return false;
+    sim.device_used_of[device] += bytes;
     sim.device_used += bytes;
     if (sim.device_used > sim.device_peak)
         sim.device_peak = sim.device_used;
     return true;
 }
 
-void sim_device_release(size_t bytes)
+void sim_device_release(CUdevice device, size_t bytes)
 {
+    sim.device_used_of[device] -= bytes;
     sim.device_used -= bytes;
 }
 

@@ -34,7 +34,7 @@ static CUresult location_check(const CUmemLocation *location)
 {
     switch (location->type) {
     case CU_MEM_LOCATION_TYPE_DEVICE:
-        return location->id == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+        return location->id >= 0 && location->id < sim.config.device_count ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
     case CU_MEM_LOCATION_TYPE_HOST:
         return CUDA_SUCCESS;
     case CU_MEM_LOCATION_TYPE_HOST_NUMA:
@@ -166,7 +166,7 @@ SIM_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t siz
     bool device = prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE;
     if (device) {
         sim_lock();
-        bool fits = sim_device_reserve(size);
+        bool fits = sim_device_reserve(prop->location.id, size);
         sim_unlock();
         if (!fits) {
             free(phys);
@@ -181,7 +181,7 @@ SIM_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t siz
             close(phys->fd);
         if (device) {
             sim_lock();
-            sim_device_release(size);
+            sim_device_release(prop->location.id, size);
             sim_unlock();
         }
         free(phys);
@@ -203,7 +203,7 @@ static void phys_maybe_destroy(sim_phys *phys)
         return;
     sim_object_remove(&phys->obj);
     if (phys->prop.location.type == CU_MEM_LOCATION_TYPE_DEVICE)
-        sim_device_release(phys->size);
+        sim_device_release(phys->prop.location.id, phys->size);
     close(phys->fd);
     free(phys);
 }
@@ -386,17 +386,18 @@ SIM_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAcce
         return result;
     if (!desc || count == 0 || size == 0)
         return CUDA_ERROR_INVALID_VALUE;
-    CUmemAccess_flags device_access = CU_MEM_ACCESS_FLAGS_PROT_NONE;
-    bool device_named = false, host_numa_named = false;
+    CUmemAccess_flags device_access[SIM_MAX_DEVICES];
+    bool device_named[SIM_MAX_DEVICES] = { false }, any_device = false, host_numa_named = false;
     for (size_t i = 0; i < count; i++) {
         if (desc[i].flags != CU_MEM_ACCESS_FLAGS_PROT_NONE && desc[i].flags != CU_MEM_ACCESS_FLAGS_PROT_READ &&
             desc[i].flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
             return CUDA_ERROR_INVALID_VALUE;
         if (desc[i].location.type == CU_MEM_LOCATION_TYPE_DEVICE) {
-            if (desc[i].location.id != 0)
+            int d = desc[i].location.id;
+            if (d < 0 || d >= sim.config.device_count)
                 return CUDA_ERROR_INVALID_DEVICE;
-            device_access = desc[i].flags;
-            device_named = true;
+            device_access[d] = desc[i].flags;
+            device_named[d] = any_device = true;
         } else if (desc[i].location.type == CU_MEM_LOCATION_TYPE_HOST_NUMA) {
             host_numa_named = true;
         } else if (desc[i].location.type != CU_MEM_LOCATION_TYPE_HOST) {
@@ -413,13 +414,24 @@ SIM_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAcce
         if (mapping->phys->prop.location.type != CU_MEM_LOCATION_TYPE_HOST_NUMA)
             result = CUDA_ERROR_INVALID_VALUE;
     }
-    for (uintptr_t at = ptr; result == CUDA_SUCCESS && device_named && at < (uintptr_t)ptr + size;) {
+    for (uintptr_t at = ptr; result == CUDA_SUCCESS && any_device && at < (uintptr_t)ptr + size;) {
         sim_region *mapping = sim_region_find(TREE_REGIONS, at);
         at = mapping->base + mapping->size;
-        if (mprotect((void *)mapping->base, mapping->size, protection_of(device_access)) != 0)
+        /* the host view is one mapping for every device: it gets the most any of them has */
+        CUmemAccess_flags most = CU_MEM_ACCESS_FLAGS_PROT_NONE;
+        for (int d = 0; d < sim.config.device_count; d++) {
+            CUmemAccess_flags access = device_named[d] ? device_access[d] : mapping->access_by[d];
+            if (access == CU_MEM_ACCESS_FLAGS_PROT_READWRITE || (access == CU_MEM_ACCESS_FLAGS_PROT_READ && !most))
+                most = access;
+        }
+        if (mprotect((void *)mapping->base, mapping->size, protection_of(most)) != 0) {
             result = CUDA_ERROR_UNKNOWN;
-        else
-            mapping->access = device_access;
+        } else {
+            mapping->access = most;
+            for (int d = 0; d < sim.config.device_count; d++)
+                if (device_named[d])
+                    mapping->access_by[d] = device_access[d];
+        }
     }
     sim_unlock();
     return result;
@@ -435,14 +447,14 @@ SIM_EXPORT CUresult cuMemGetAccess(unsigned long long *flags, const CUmemLocatio
         return CUDA_ERROR_INVALID_VALUE;
     if (location->type != CU_MEM_LOCATION_TYPE_DEVICE)
         return CUDA_ERROR_INVALID_VALUE;
-    if (location->id != 0)
+    if (location->id < 0 || location->id >= sim.config.device_count)
         return CUDA_ERROR_INVALID_DEVICE;
     sim_lock();
     sim_region *mapping = sim_region_find(TREE_REGIONS, (uintptr_t)ptr);
     if (!mapping || mapping->kind != REGION_MAPPING)
         result = CUDA_ERROR_INVALID_VALUE;
     else
-        *flags = mapping->access;
+        *flags = mapping->access_by[location->id];
     sim_unlock();
     return result;
 }

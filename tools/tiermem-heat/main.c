@@ -14,7 +14,10 @@
  * alone: heat from the launch attribution in BPF only, as on a real driver).
  *
  * Sources: simcuda:touch (exact bytes per chunk), uprobes on the driver's launch, copy and
- * allocation entry points, syscall and filemap tracepoints (files read). Needs root or
+ * allocation entry points, syscall and filemap tracepoints (files read). With both the touch
+ * probes and the launch uprobes, --json gives each allocation the launch attribution's heat
+ * and class beside the touch probes' (launch_heat, launch_class): the two side by side, in
+ * one run, at the same addresses. Needs root or
  * CAP_BPF + CAP_PERFMON; each source that cannot attach is named with its reason in one
  * line. When the target has libtiermem.so, its stats region gives the allocations' exact
  * extents, and the heat measured is written into it (the process leaves heat to the
@@ -188,7 +191,8 @@ static void on_alloc(uint64_t address, uint64_t size, void *arg)
 
 /* Allocations of a target under libtiermem.so, from its stats region (the launch
  * attribution in BPF learns them too). */
-static void learn_extents(tm_chunk_table *table, tm_bpf_collector *collector, int pid, const char *stats)
+static void learn_extents(tm_chunk_table *table, tm_chunk_table *launched, tm_bpf_collector *collector, int pid,
+                          const char *stats)
 {
     char path[4096], why[256];
     region_path(pid, stats, path, sizeof path);
@@ -198,6 +202,8 @@ static void learn_extents(tm_chunk_table *table, tm_bpf_collector *collector, in
     for (size_t i = 0; i < s.record_count; i++)
         if (s.records[i].address) {
             tm_chunk_table_known(table, s.records[i].address, s.records[i].size, TM_EXTENT_REGION);
+            if (launched)
+                tm_chunk_table_known(launched, s.records[i].address, s.records[i].size, TM_EXTENT_REGION);
             tm_bpf_collector_know(collector, s.records[i].address, s.records[i].size);
         }
     tm_stats_snapshot_free(&s);
@@ -264,13 +270,21 @@ static void file_json(int fd, const struct tm_bpf_file *f, void *arg)
            f->mmap_bytes);
 }
 
-static void print_json(tm_chunk_table *table, tm_bpf_collector *c, const tm_bpf_attach_report *r, uint64_t tick,
-                       int pid, double seconds, double cpu)
+static int view_at(const void *key, const void *view)
+{
+    uint64_t x = *(const uint64_t *)key, y = ((const tm_heat_alloc_view *)view)->address;
+    return (x > y) - (x < y);
+}
+
+/* `launched` (or NULL): the launch attribution's table beside the touch probes' `table`. */
+static void print_json(tm_chunk_table *table, tm_chunk_table *launched, tm_bpf_collector *c,
+                       const tm_bpf_attach_report *r, uint64_t tick, int pid, double seconds, double cpu)
 {
     struct tm_bpf_counts n;
     tm_bpf_collector_counts(c, &n);
-    size_t count;
+    size_t count, launched_count = 0;
     tm_heat_alloc_view *v = tm_chunk_table_allocations(table, tick, &count);
+    tm_heat_alloc_view *lv = launched ? tm_chunk_table_allocations(launched, tick, &launched_count) : NULL;
     printf("{\"pid\":%d,\"sources\":{\"touch\":%s,\"driver\":%s,\"files\":%s},\"launches\":%llu,\"copies\":%llu,"
            "\"allocs\":%llu,\"touches\":%llu,\"launch_credits\":%llu,\"dropped\":%llu,\"page_cache_adds\":%llu,\"seconds\":%.3f,"
            "\"collector_cpu_seconds\":%.3f,\n\"allocations\":[\n",
@@ -278,9 +292,14 @@ static void print_json(tm_chunk_table *table, tm_bpf_collector *c, const tm_bpf_
            n.copies, n.allocs, n.touches, n.launch_credits, n.dropped, n.page_cache_adds, seconds, cpu);
     for (size_t i = 0; v && i < count; i++) {
         printf("{\"address\":%llu,\"size\":%llu,\"extent\":\"%s\",\"heat\":%.6g,\"reads\":%.0f,\"writes\":%.0f,"
-               "\"class\":\"%s\",\"kernel\":\"%s\",\"chunks\":[",
+               "\"class\":\"%s\",\"kernel\":\"%s\",",
                (unsigned long long)v[i].address, (unsigned long long)v[i].size, tm_extent_name(v[i].from),
                v[i].heat, v[i].reads, v[i].writes, tm_heat_class_name(v[i].cls), v[i].kernel);
+        const tm_heat_alloc_view *l = lv ? bsearch(&v[i].address, lv, launched_count, sizeof *lv, view_at) : NULL;
+        if (lv)
+            printf("\"launch_heat\":%.6g,\"launch_class\":\"%s\",", l ? l->heat : 0.0,
+                   tm_heat_class_name(l ? l->cls : TM_HEAT_COLD));
+        printf("\"chunks\":[");
         for (uint32_t k = 0; k < v[i].chunk_count; k++) {
             if (k)
                 putchar(',');
@@ -293,6 +312,7 @@ static void print_json(tm_chunk_table *table, tm_bpf_collector *c, const tm_bpf_
     tm_bpf_collector_files(c, file_json, &j);
     printf("]}\n");
     free(v);
+    free(lv);
 }
 
 /* ---------------------------------------------------------------- main */
@@ -442,6 +462,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "tiermem-heat: %s\n", report.files_why);
 
     tm_chunk_table *table = tm_chunk_table_new(o.halflife_ns);
+    /* with exact bytes at hand, the launch attribution is measured beside them */
+    tm_chunk_table *launched = report.touch && report.driver ? tm_chunk_table_new(o.halflife_ns) : NULL;
     FILE *record = o.record ? fopen(o.record, "wx") : NULL;
     if (o.record && !record)
         fprintf(stderr, "tiermem-heat: cannot create %s (%s); not recording\n", o.record, strerror(errno));
@@ -467,9 +489,12 @@ int main(int argc, char **argv)
         if (o.duration > 0 && (double)(now_ns() - start) / 1e9 >= o.duration)
             exited = true;
         if (!exited || gate < 0) {
-            if (!o.read_only)
+            if (!o.read_only && !writer) {
                 open_writer(&writer, &writer_tried, table, pid, o.stats);
-            learn_extents(table, collector, pid, o.stats);
+                if (writer && launched)
+                    tm_chunk_table_set_halflife(launched, tm_region_writer_tick_ns(writer) * TM_HEAT_TICKS_PER_HALFLIFE);
+            }
+            learn_extents(table, launched, collector, pid, o.stats);
         }
         tm_bpf_collector_allocations(collector, on_alloc, table);
         gather g = { .table = table, .tick = tm_chunk_table_tick(table, now_ns()) };
@@ -478,6 +503,11 @@ int main(int argc, char **argv)
             tm_bpf_collector_drain(collector, on_chunk, &g);
         else
             tm_bpf_collector_drain_launches(collector, on_chunk, &g);
+        if (launched) {
+            tm_bpf_collector_allocations(collector, on_alloc, launched);
+            gather lg = { .table = launched, .tick = g.tick };
+            tm_bpf_collector_drain_launches(collector, on_chunk, &lg);
+        }
         if (writer)
             tm_region_writer_publish(writer, table, TM_HEAT_FROM_USDT);
         if (record)
@@ -491,13 +521,14 @@ int main(int argc, char **argv)
     double seconds = (double)(now_ns() - start) / 1e9, cpu = cpu_seconds() - cpu_start;
     uint64_t tick = tm_chunk_table_tick(table, now_ns());
     if (o.json)
-        print_json(table, collector, &report, tick, pid, seconds, cpu);
+        print_json(table, launched, collector, &report, tick, pid, seconds, cpu);
     fprintf(stderr, "tiermem-heat: collector CPU %.3f s over %.3f s (%.2f%% of one core)\n", cpu, seconds,
             seconds > 0 ? 100.0 * cpu / seconds : 0.0);
     if (record)
         fclose(record);
     tm_region_writer_close(writer);
     tm_chunk_table_free(table);
+    tm_chunk_table_free(launched);
     tm_bpf_collector_close(collector);
     if (gate >= 0 && !exited)
         waitpid(pid, &status, 0);

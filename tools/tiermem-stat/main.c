@@ -70,6 +70,48 @@ static const char *state_name(const tm_stats_header *h)
 
 /* ---------------------------------------------------------------- table */
 
+/* The tier a tier's migrated_out[slot] counts moves to (stats_layout.h). */
+static int pair_target(int from, int slot)
+{
+    return slot < from ? slot : slot + 1;
+}
+
+/* Nanoseconds since the last rebalance pass, or -1 (none yet, or the process is gone: its
+ * monotonic clock means nothing then). */
+static long long since_rebalance_ns(const tm_stats_header *h)
+{
+    struct timespec now;
+    if (!h->last_rebalance_ns || h->state == TM_STATS_EXITED || clock_gettime(CLOCK_MONOTONIC, &now) != 0)
+        return -1;
+    uint64_t ns = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+    return ns > h->last_rebalance_ns ? (long long)(ns - h->last_rebalance_ns) : 0;
+}
+
+/* "moved hbm>ddr 5, ddr>hbm 5; last pass 0.12 s ago, its budget 20 MiB" */
+static void print_migration_pairs(const tm_stats_header *h)
+{
+    const char *sep = "moved ";
+    for (int from = 0; from < TM_STATS_TIERS; from++)
+        for (int slot = 0; slot < TM_STATS_TIERS - 1; slot++)
+            if (h->tier[from].migrated_out[slot]) {
+                printf("%s%.8s>%.8s %llu", sep, h->tier[from].name, h->tier[pair_target(from, slot)].name,
+                       (unsigned long long)h->tier[from].migrated_out[slot]);
+                sep = ", ";
+            }
+    if (!h->last_rebalance_ns) {
+        printf("%sno rebalance pass yet\n", *sep == 'm' ? "" : "; ");
+        return;
+    }
+    char a[32];
+    long long since = since_rebalance_ns(h);
+    printf("%slast pass ", *sep == 'm' ? "" : "; ");
+    if (since >= 0)
+        printf("%.2f s ago", since / 1e9);
+    else
+        printf("before exit");
+    printf(", its budget %s\n", tm_format_size(h->rebalance_budget, a, sizeof a));
+}
+
 /* "migrations 12 (24 MiB; 3 copied again), pool 10 hit 2 missed, ping-pongs 0": only
  * once something moved. */
 static void print_migration_summary(const tm_stats_header *h)
@@ -84,6 +126,7 @@ static void print_migration_summary(const tm_stats_header *h)
     if (h->migrate_rate)
         printf(", budget %s/s", tm_format_size(h->migrate_rate, a, sizeof a));
     printf("\n");
+    print_migration_pairs(h);
 }
 
 /* "file tier: 12 chunks dropped now (40 in all), 28 read back (56 MiB), 0 refused": only
@@ -130,6 +173,15 @@ static void print_table(const tm_stats_snapshot *s, const char *path, const size
         printf("%-5s %-6s %12s %12s %12s %8llu\n", tier->name, where, tm_format_size(tier->limit, a, sizeof a),
                tm_format_size(tier->used, b, sizeof b), tm_format_size(tier->peak, c, sizeof c),
                (unsigned long long)tier->chunks);
+    }
+    /* with several devices, the hbm row is their sum: each one's own follows */
+    for (uint32_t i = 0; h->device_count > 1 && i < h->device_count && i < TM_STATS_DEVICES; i++) {
+        const tm_stats_device *dev = &h->devices[i];
+        char where[16];
+        snprintf(where, sizeof where, "gpu%d", dev->ordinal);
+        printf("%-5s %-6s %12s %12s %12s %8llu\n", "hbm", where, tm_format_size(dev->hbm_limit, a, sizeof a),
+               tm_format_size(dev->hbm_used, b, sizeof b), tm_format_size(dev->hbm_peak, c, sizeof c),
+               (unsigned long long)dev->hbm_chunks);
     }
     printf("\nsmall allocations %llu (%s, in hbm); chunked %llu (%s); managed %llu (%s)\n",
            (unsigned long long)h->small_count, tm_format_size(h->small_bytes, a, sizeof a),
@@ -211,6 +263,15 @@ static void print_json(const tm_stats_snapshot *s, const char *path, const size_
                (unsigned long long)tier->used, (unsigned long long)tier->peak, (unsigned long long)tier->chunks,
                t + 1 < TM_STATS_TIERS ? "," : "");
     }
+    printf("],\n\"devices\":[");
+    for (uint32_t d = 0; d < h->device_count && d < TM_STATS_DEVICES; d++) {
+        const tm_stats_device *dev = &h->devices[d];
+        printf("%s{\"ordinal\":%d,\"host_node\":%d,\"hbm_limit\":%llu,\"hbm_used\":%llu,\"hbm_peak\":%llu,"
+               "\"hbm_chunks\":%llu}",
+               d ? ",\n" : "\n", dev->ordinal, dev->host_node, (unsigned long long)dev->hbm_limit,
+               (unsigned long long)dev->hbm_used, (unsigned long long)dev->hbm_peak,
+               (unsigned long long)dev->hbm_chunks);
+    }
     printf("],\n\"small_count\":%llu,\"small_bytes\":%llu,\"tiered_count\":%llu,\"tiered_bytes\":%llu,"
            "\"managed_count\":%llu,\"managed_bytes\":%llu,\"alloc_total\":%llu,\"free_total\":%llu,"
            "\"oom_total\":%llu,\"passthrough_total\":%llu,\"records_dropped\":%llu,\n",
@@ -226,6 +287,13 @@ static void print_json(const tm_stats_snapshot *s, const char *path, const size_
            (unsigned long long)h->migration_rewrites, (unsigned long long)h->pool_hits,
            (unsigned long long)h->pool_misses, (unsigned long long)h->ping_pongs,
            (unsigned long long)h->migrate_rate, (unsigned long long)h->last_rebalance_ns);
+    printf("\"rebalance_budget\":%llu,\"since_rebalance_ns\":%lld,\"migrations_by_pair\":{",
+           (unsigned long long)h->rebalance_budget, since_rebalance_ns(h));
+    for (int from = 0; from < TM_STATS_TIERS; from++)
+        for (int slot = 0; slot < TM_STATS_TIERS - 1; slot++)
+            printf("%s\"%.8s>%.8s\":%llu", from || slot ? "," : "", h->tier[from].name,
+                   h->tier[pair_target(from, slot)].name, (unsigned long long)h->tier[from].migrated_out[slot]);
+    printf("},\n");
     printf("\"name_moves_queued\":%llu,\"name_moves_done\":%llu,\"file_tier\":%s,\"file_dropped\":%llu,"
            "\"file_drops\":%llu,\"file_faults\":%llu,\"file_fault_bytes\":%llu,\"file_refused\":%llu,\n",
            (unsigned long long)h->name_moves_queued, (unsigned long long)h->name_moves_done,
