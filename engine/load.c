@@ -37,11 +37,11 @@ double tm_load_now(void)
 /* ----------------------------------------------------------------------------
  * Allocation, tensor by tensor */
 
-int tm_load_alloc(const tm_driver *drv, tm_load_item *items, int64_t n, int64_t i, CUstream in_flight, char *err,
-                  size_t errlen)
+/* Allocates items[i]; out of memory with copies on `in_flight`: waits for them, tries again. */
+static int alloc_one(const tm_driver *drv, tm_load_item *items, int64_t n, int64_t i, CUstream in_flight, char *err,
+                     size_t errlen)
 {
     tm_load_item *it = &items[i];
-    if (it->dst) return 0;
     CUresult cr = drv->cuMemAlloc(&it->dst, (size_t)it->device_bytes);
     if (cr == CUDA_ERROR_OUT_OF_MEMORY && in_flight) { /* finished copies may let memory be given back */
         CUresult sr = drv->cuStreamSynchronize(in_flight);
@@ -63,6 +63,14 @@ int tm_load_alloc(const tm_driver *drv, tm_load_item *items, int64_t n, int64_t 
                    "total (cuMemAlloc: %s at tensor '%s', %.1f MiB, after %.1f MiB)", TM_MIB(need),
                    TM_MIB(drv->device_total), tm_cu_name(drv, cr), it->t->name, TM_MIB(it->device_bytes),
                    TM_MIB(held));
+}
+
+int tm_load_alloc(const tm_driver *drv, tm_load_item *items, int64_t n, int64_t i, int64_t *allocated,
+                  CUstream in_flight, char *err, size_t errlen)
+{
+    for (; *allocated <= i; ++*allocated)
+        if (!items[*allocated].dst && alloc_one(drv, items, n, *allocated, in_flight, err, errlen)) return -1;
+    return 0;
 }
 
 /* ----------------------------------------------------------------------------
@@ -108,10 +116,10 @@ float *tm_load_widen(const tm_load_item *it, const void *raw)
 static int load_mapped(const tm_driver *drv, tm_load_item *items, int64_t n, tm_load_result *res, char *err,
                        size_t errlen)
 {
-    int64_t done = 0;
+    int64_t done = 0, allocated = 0;
     for (int64_t i = 0; i < n; i++) {
         const tm_load_item *it = &items[i];
-        if (tm_load_alloc(drv, items, n, i, NULL, err, errlen)) return -1; /* the copies are synchronous */
+        if (tm_load_alloc(drv, items, n, i, &allocated, NULL, err, errlen)) return -1; /* copies are synchronous */
         float *wide = it->widen ? tm_load_widen(it, it->t->data) : NULL;
         if (it->widen && !wide) return tm_fail(err, errlen, "out of host memory");
         CUresult cr = drv->cuMemcpyHtoD(it->dst, wide ? (const void *)wide : it->t->data, (size_t)it->device_bytes);

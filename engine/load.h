@@ -16,8 +16,10 @@
  *
  * A tensor is allocated just before its first copy, not all of them up front: device
  * memory tiered under a file-backed tier (libtiermem.so) can give a chunk back only once
- * a copy from the file filled it. When an allocation is out of memory while copies are in
- * flight, the loader waits for them and tries once more.
+ * a copy from the file filled it. Allocations follow the order of the items (reaching one
+ * allocates the earlier ones still without memory), whatever order reads finish in, so
+ * placement is the same from run to run. When an allocation is out of memory while
+ * copies are in flight, the loader waits for them and tries once more.
  */
 #ifndef TM_ENGINE_LOAD_H
 #define TM_ENGINE_LOAD_H

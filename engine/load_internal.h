@@ -43,11 +43,13 @@ typedef struct load_stream_options {
 int tm_load_stream(const tm_driver *drv, const gguf_file *f, tm_load_item *items, int64_t n,
                    const load_stream_options *opt, tm_load_result *res, char *err, size_t errlen);
 
-/* Allocates items[i] unless it has its memory. Out of memory with copies queued on
- * `in_flight` (NULL: none): waits for them, whose chunks a tiering layer may then give
- * back, and tries once more. 0, or -1 with err saying what was short. */
-int tm_load_alloc(const tm_driver *drv, tm_load_item *items, int64_t n, int64_t i, CUstream in_flight, char *err,
-                  size_t errlen);
+/* Allocates items[*allocated .. i] still without memory, in the order of items (so
+ * placement does not depend on which read finished first), and advances *allocated.
+ * Out of memory with copies queued on `in_flight` (NULL: none): waits for them, whose
+ * chunks a tiering layer may then give back, and tries once more. 0, or -1 with err
+ * saying what was short. */
+int tm_load_alloc(const tm_driver *drv, tm_load_item *items, int64_t n, int64_t i, int64_t *allocated,
+                  CUstream in_flight, char *err, size_t errlen);
 
 /* A norm's f16/bf16 bytes as a malloc'd f32 vector (NULL when out of memory). */
 float *tm_load_widen(const tm_load_item *it, const void *raw);

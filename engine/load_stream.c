@@ -9,7 +9,8 @@
  * come with a few neighbouring bytes, dropped). Pieces start at multiples of 2 MiB of
  * their tensor, so each copy fills whole chunks of a tiered allocation: an interposer
  * placing chunks by tensor name may then replace them instead of migrating them. A
- * tensor's first copy allocates it (tm_load_alloc, with this stream as what is in flight).
+ * tensor's first copy allocates it and the items before it still without memory
+ * (tm_load_alloc, with this stream as what is in flight).
  *
  * The ring is anonymous memory pinned with cuMemHostRegister, so the copies are true DMA.
  * Memory from cuMemHostAlloc would be pinned too, but it is a mapping of the driver's
@@ -56,6 +57,7 @@ typedef struct stream {
     const tm_driver *drv;
     tm_load_item *items;    /* [n_items] */
     int64_t n_items;
+    int64_t allocated;      /* items[0, allocated) have their memory */
     const char *path;
     span *spans;            /* [n_spans] by file offset */
     int64_t n_spans;
@@ -136,14 +138,15 @@ static int feed_widened(stream *s, const span *sp, const uint8_t *src, int64_t l
 }
 
 /* Queues the copy of the tensor part slot `k` holds (`got` bytes read), then its event; the
- * tensor's first copy allocates it. */
+ * tensor's first copy allocates it (and the items before it). */
 static int copy_out(stream *s, int k, int64_t got)
 {
     const piece *p = &s->pieces[s->slot_piece[k]];
     const span *sp = &s->spans[p->span];
     const tm_load_item *it = &s->items[sp->item];
     const uint8_t *buf = (const uint8_t *)slot_buf(s, k);
-    if (tm_load_alloc(s->drv, s->items, s->n_items, sp->item, s->stream, s->err, s->errlen)) return -1;
+    if (tm_load_alloc(s->drv, s->items, s->n_items, sp->item, &s->allocated, s->stream, s->err, s->errlen))
+        return -1;
     if (s->note) s->note(s->fd, buf, (size_t)got, p->offset);
     if (it->widen) {
         if (feed_widened(s, sp, buf + (p->lo - p->offset), p->lo, p->hi)) return -1;

@@ -191,8 +191,9 @@ static tm_load_item item_of(const gguf_file *f, int i)
     return (tm_load_item){t, 0, widen ? t->dims[0] * 4 : (int64_t)t->n_bytes, widen};
 }
 
-/* Loads every tensor but the first, in reverse file order, and checks each byte. `lazy`:
- * the loader allocates them, refused while copies are in flight when `tight`. */
+/* Loads every tensor but the first and checks each byte: in reverse file order, or, when
+ * `lazy`, in file order with the loader allocating them (refused while copies are in
+ * flight when `tight`). */
 static void load_lazily_and_check(bool uring, int slots, int64_t piece_bytes, bool lazy, bool tight)
 {
     gguf_file f;
@@ -203,10 +204,10 @@ static void load_lazily_and_check(bool uring, int slots, int64_t piece_bytes, bo
     tm_load_item items[N_TENSORS - 1];
     void *dev[N_TENSORS - 1];
     for (int i = 1; i < N_TENSORS; i++) {
-        tm_load_item *it = &items[N_TENSORS - 1 - i];
-        *it = item_of(&f, i);
-        dev[N_TENSORS - 1 - i] = lazy ? NULL : calloc(1, (size_t)it->device_bytes);
-        it->dst = (CUdeviceptr)(uintptr_t)dev[N_TENSORS - 1 - i];
+        int at = lazy ? i - 1 : N_TENSORS - 1 - i;
+        items[at] = item_of(&f, i);
+        dev[at] = lazy ? NULL : calloc(1, (size_t)items[at].device_bytes);
+        items[at].dst = (CUdeviceptr)(uintptr_t)dev[at];
     }
     load_stream_options so = {path, uring, false, false, slots, piece_bytes};
     tm_load_result res = {0};
