@@ -41,6 +41,13 @@ typedef enum tm_heat_source {
     TM_HEAT_SOURCE_OFF,
 } tm_heat_source;
 
+/* How memory is shared between processes with legacy CUDA IPC (TIERMEM_IPC). */
+typedef enum tm_ipc_mode {
+    TM_IPC_TIERMEM = 0,      /* chunked memory is shared through tiermem's own handles */
+    TM_IPC_PASSTHROUGH,      /* what fits in HBM stays plain driver memory, shareable with any
+                              * process; only what spills is chunked */
+} tm_ipc_mode;
+
 typedef struct tm_config {
     bool disabled;               /* TIERMEM_DISABLE=1, or a value was invalid */
     int invalid_count;           /* variables whose value did not parse */
@@ -64,6 +71,7 @@ typedef struct tm_config {
     char driver[TM_CONFIG_PATH_MAX];     /* TIERMEM_DRIVER */
     tm_heat_source heat;         /* TIERMEM_HEAT */
     uint64_t heat_halflife_ns;   /* TIERMEM_HEAT_HALFLIFE */
+    tm_ipc_mode ipc;             /* TIERMEM_IPC */
 } tm_config;
 
 /* The defaults, as if no variable were set. */

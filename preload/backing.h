@@ -18,6 +18,7 @@ typedef struct tm_backing_target {
     CUdevice device;
     int node[TM_TIER_COUNT];   /* NUMA node of each host tier */
     bool pinned_host;          /* lower tiers as pinned host memory */
+    CUmemAllocationHandleType handle_types; /* chunks are created exportable as these (ipc.h) */
 } tm_backing_target;
 
 typedef struct tm_backing {

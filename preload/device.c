@@ -100,6 +100,9 @@ static bool set_up(CUdevice ordinal)
     };
     device.target.device = ordinal;
     device.target.pinned_host = !host_numa;
+    /* chunks another process can map: cuIpcGetMemHandle on tiered memory (ipc.h) */
+    if (device_attribute(CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED, ordinal))
+        device.target.handle_types = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
     for (int t = 0; t < TM_TIER_COUNT; t++)
         device.target.node[t] = found.tiers.tier[t].node;
 

@@ -222,8 +222,8 @@ CUresult tm_migrate_range(CUdeviceptr address, uint64_t bytes, tm_tier_id to)
     tm_alloc *a = NULL;
     CUresult r = CUDA_ERROR_INVALID_VALUE;
     if (tm_registry_find(address, take_record, &a) && a->backing && address + bytes <= a->range.base + a->backing->bytes) {
-        if (a->backing->pinned_host) {
-            r = CUDA_ERROR_NOT_SUPPORTED;
+        if (a->backing->pinned_host || a->ipc_pinned) {
+            r = CUDA_ERROR_NOT_SUPPORTED; /* host memory, or shared with other processes */
         } else {
             uint64_t chunk = a->backing->plan.chunk_size;
             uint64_t first = (address - a->range.base) / chunk;

@@ -8,6 +8,7 @@
 #   $(O)/tests/preload/migrate_stress chunks migrate while 8 streams check their data
 #   $(O)/tests/preload/kernels.so     its host kernels (a simcuda module)
 #   $(O)/tests/preload/filecopy       loads a model file as programs do (mmap, pread, staging)
+#   $(O)/tests/preload/ipc_peer       one side of a legacy CUDA IPC exchange between processes
 
 PRELOAD_TEST_DIR := $(O)/tests/preload
 PRELOAD_TEST_KERNELS := $(PRELOAD_TEST_DIR)/kernels.so
@@ -48,6 +49,11 @@ $(PRELOAD_TEST_DIR)/serving: $(O)/obj/tests/preload/serving.o $(O)/obj/tests/pre
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) $(filter %.o,$^) -o $@ $(PRELOAD_TEST_LINK)
 
+$(PRELOAD_TEST_DIR)/ipc_peer: $(O)/obj/tests/preload/ipc_peer.o $(O)/obj/tests/preload/probe_util.o \
+    $(O)/lib/simcuda/libcuda.so.1 | $(PRELOAD_TEST_KERNELS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) $(filter %.o,$^) -o $@ $(PRELOAD_TEST_LINK)
+
 TENSOR_TABLE_OBJS := $(O)/obj/preload/tensor_table.o $(O)/obj/preload/parse_gguf.o \
                      $(O)/obj/preload/parse_safetensors.o
 
@@ -68,6 +74,7 @@ TEST_SCRIPTS += $(sort $(wildcard tests/preload/test_*.sh))
 # The shell tests need these built by `make test`.
 test-progs: $(PRELOAD_TEST_DIR)/probe $(PRELOAD_TEST_DIR)/doors $(PRELOAD_TEST_DIR)/heat_probe \
             $(PRELOAD_TEST_DIR)/serving $(PRELOAD_TEST_DIR)/filecopy $(PRELOAD_TEST_DIR)/migrate_stress \
+            $(PRELOAD_TEST_DIR)/ipc_peer \
             $(PRELOAD_TEST_KERNELS) \
             $(O)/lib/libtiermem.so $(O)/bin/tiermem-stat
 
