@@ -186,10 +186,11 @@ static int import_side(const char *dir, int forge, uint32_t expected_seed)
     printf("importer: close %s", probe_error_name(cuIpcCloseMemHandle(again)));
     printf(" %s", probe_error_name(cuIpcCloseMemHandle(ptr)));
     printf(" then %s\n", probe_error_name(cuIpcCloseMemHandle(ptr)));
-    r = cuIpcOpenMemHandle(&ptr, handle, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+    CUdeviceptr reopened = 0;
+    r = cuIpcOpenMemHandle(&reopened, handle, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
     printf("importer: reopen %s\n", probe_error_name(r));
     if (r == CUDA_SUCCESS)
-        cuIpcCloseMemHandle(ptr);
+        cuIpcCloseMemHandle(reopened);
     printf("importer: descriptors before %d after %d\n", fds_before, open_fds());
     return !seen || again != ptr;
 }
