@@ -64,12 +64,13 @@ bool tm_ipc_capable(CUdeviceptr address)
 
 /* ---------------------------------------------------------------- serving */
 
-/* Sends every chunk's descriptor of the export the request names. The migration lock
- * keeps the allocation from being freed (alloc.c frees under it) while its handles are
- * read and exported. */
-static void serve_request(int conn, const tm_ipc_request *request)
+/* The export a request names, with its chunks retained (a free of the allocation meanwhile
+ * leaves them alive until released): *handles is malloc'd, reply filled in. The migration
+ * lock keeps the allocation from being freed (alloc.c frees under it) while it is read. */
+static void retain_chunks(const tm_ipc_request *request, tm_ipc_reply *reply, CUmemGenericAllocationHandle **handles)
 {
-    tm_ipc_reply reply = { .status = TM_IPC_UNKNOWN };
+    *reply = (tm_ipc_reply){ .status = TM_IPC_UNKNOWN };
+    *handles = NULL;
     CUdeviceptr base = 0;
     pthread_mutex_lock(&export_lock);
     for (size_t i = 0; i < export_count; i++)
@@ -77,43 +78,67 @@ static void serve_request(int conn, const tm_ipc_request *request)
             memcmp(exports[i].nonce, request->nonce, sizeof exports[i].nonce) == 0)
             base = exports[i].base;
     pthread_mutex_unlock(&export_lock);
-    int *fds = NULL;
-    if (base) {
-        tm_migrate_lock();
-        alloc_facts facts = { 0 };
-        reply.status = TM_IPC_FREED;
-        if (tm_registry_find(base, read_facts, &facts) && facts.exportable && facts.alloc->id == request->alloc_id &&
-            facts.alloc->range.base == base) {
-            const tm_backing *b = facts.alloc->backing;
-            reply = (tm_ipc_reply){ .status = TM_IPC_OK, .size = facts.alloc->range.size,
-                                    .chunk_size = b->plan.chunk_size, .chunks = b->plan.chunks };
-            fds = malloc(b->plan.chunks * sizeof *fds);
-            for (uint64_t i = 0; fds && i < b->plan.chunks; i++) {
-                if (tm_real.cuMemExportToShareableHandle(&fds[i], b->handle[i],
-                                                         CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0) != CUDA_SUCCESS) {
-                    for (uint64_t j = 0; j < i; j++)
-                        close(fds[j]);
-                    free(fds);
-                    fds = NULL;
-                }
-            }
-            if (!fds)
-                reply = (tm_ipc_reply){ .status = TM_IPC_FAILED };
+    if (!base)
+        return;
+    tm_migrate_lock();
+    alloc_facts facts = { 0 };
+    reply->status = TM_IPC_FREED;
+    if (tm_registry_find(base, read_facts, &facts) && facts.exportable && facts.alloc->id == request->alloc_id) {
+        const tm_backing *b = facts.alloc->backing;
+        *reply = (tm_ipc_reply){ .status = TM_IPC_FAILED, .size = facts.alloc->range.size,
+                                 .chunk_size = b->plan.chunk_size, .chunks = b->plan.chunks };
+        uint64_t retained = 0;
+        *handles = malloc(b->plan.chunks * sizeof **handles);
+        while (*handles && retained < b->plan.chunks &&
+               tm_real.cuMemRetainAllocationHandle(&(*handles)[retained],
+                                                   (void *)(uintptr_t)(base + retained * b->plan.chunk_size)) ==
+                   CUDA_SUCCESS)
+            retained++;
+        if (retained == b->plan.chunks) {
+            reply->status = TM_IPC_OK;
+        } else {
+            for (uint64_t i = 0; i < retained; i++)
+                tm_release_call(tm_real.cuMemRelease((*handles)[i]));
+            free(*handles);
+            *handles = NULL;
         }
-        tm_migrate_unlock();
     }
-    bool sent = tm_ipc_send(conn, &reply, sizeof reply);
-    for (uint64_t at = 0; fds && at < reply.chunks; at += TM_IPC_FDS_PER_MESSAGE) {
-        uint64_t left = reply.chunks - at;
-        unsigned n = (unsigned)(left < TM_IPC_FDS_PER_MESSAGE ? left : TM_IPC_FDS_PER_MESSAGE);
-        sent = sent && tm_ipc_send_fds(conn, fds + at, n);
+    tm_migrate_unlock();
+}
+
+/* Sends the chunks' descriptors, TM_IPC_FDS_PER_MESSAGE at a time, so that no more than
+ * that many are open here at once whatever the allocation's size. */
+static bool send_chunks(int conn, const CUmemGenericAllocationHandle *handles, uint64_t chunks)
+{
+    for (uint64_t at = 0; at < chunks;) {
+        int fds[TM_IPC_FDS_PER_MESSAGE];
+        unsigned n = 0;
+        while (n < TM_IPC_FDS_PER_MESSAGE && at + n < chunks &&
+               tm_real.cuMemExportToShareableHandle(&fds[n], handles[at + n], CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+                                                    0) == CUDA_SUCCESS)
+            n++;
+        bool whole = n == TM_IPC_FDS_PER_MESSAGE || at + n == chunks;
+        bool sent = whole && tm_ipc_send_fds(conn, fds, n);
+        for (unsigned i = 0; i < n; i++)
+            close(fds[i]); /* the importer has its own copies now, or gave up */
+        if (!sent)
+            return false;
+        at += n;
     }
-    /* the importer has its own copies now (or gave up): ours are closed either way */
-    for (uint64_t i = 0; fds && i < reply.chunks; i++)
-        close(fds[i]);
-    free(fds);
+    return true;
+}
+
+static void serve_request(int conn, const tm_ipc_request *request)
+{
+    tm_ipc_reply reply;
+    CUmemGenericAllocationHandle *handles;
+    retain_chunks(request, &reply, &handles);
+    bool sent = tm_ipc_send(conn, &reply, sizeof reply) && (!handles || send_chunks(conn, handles, reply.chunks));
+    for (uint64_t i = 0; handles && i < reply.chunks; i++)
+        tm_release_call(tm_real.cuMemRelease(handles[i]));
+    free(handles);
     if (!sent)
-        tm_debug("ipc: an importer went away before it had every chunk");
+        tm_debug("ipc: an importer went away, or a chunk could not be exported, before it had every chunk");
 }
 
 static void *serve_loop(void *arg)

@@ -58,10 +58,9 @@ static int connect_exporter(pid_t pid)
     return fd;
 }
 
-/* Receives the reply and every chunk's descriptor; *fds is malloc'd. */
-static bool receive_chunks(int conn, const tm_ipc_handle *key, tm_ipc_reply *reply, int **fds)
+/* The exporter's answer; false (said why) unless it is sending the chunks. */
+static bool receive_reply(int conn, const tm_ipc_handle *key, tm_ipc_reply *reply)
 {
-    *fds = NULL;
     if (!tm_ipc_recv(conn, reply, sizeof *reply)) {
         tm_warn("ipc: cuIpcOpenMemHandle: process %d did not answer", (int)key->pid);
         return false;
@@ -73,58 +72,46 @@ static bool receive_chunks(int conn, const tm_ipc_handle *key, tm_ipc_reply *rep
                                                  : "made no such handle (forged, or from an earlier process)");
         return false;
     }
-    if (reply->chunks == 0 || reply->chunk_size == 0 || reply->size > reply->chunks * reply->chunk_size ||
-        reply->chunks > (uint64_t)1 << 24 || !(*fds = malloc(reply->chunks * sizeof **fds)))
-        return false;
-    uint64_t got = 0;
-    while (got < reply->chunks) {
-        int batch[TM_IPC_FDS_PER_MESSAGE];
-        unsigned n;
-        if (!tm_ipc_recv_fds(conn, batch, &n) || n == 0 || got + n > reply->chunks) {
-            for (unsigned i = 0; i < n; i++)
-                close(batch[i]);
-            break;
-        }
-        memcpy(*fds + got, batch, n * sizeof *batch);
-        got += n;
-    }
-    if (got == reply->chunks)
-        return true;
-    tm_warn("ipc: cuIpcOpenMemHandle: process %d sent %llu of %llu chunks", (int)key->pid, (unsigned long long)got,
-            (unsigned long long)reply->chunks);
-    for (uint64_t i = 0; i < got; i++)
-        close((*fds)[i]);
-    free(*fds);
-    *fds = NULL;
-    return false;
+    return reply->chunks > 0 && reply->chunk_size > 0 && reply->chunks <= UINT64_MAX / reply->chunk_size &&
+           reply->size <= reply->chunks * reply->chunk_size;
 }
 
-/* ---------------------------------------------------------------- mapping */
+/* Maps one chunk from its descriptor at `at` (closing the descriptor). */
+static CUresult map_chunk(int fd, CUdeviceptr at, uint64_t chunk_size)
+{
+    CUmemGenericAllocationHandle handle;
+    CUresult r = tm_real.cuMemImportFromShareableHandle(&handle, (void *)(intptr_t)fd,
+                                                        CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+    close(fd);
+    if (r != CUDA_SUCCESS)
+        return r;
+    r = tm_real.cuMemMap(at, chunk_size, 0, handle, 0);
+    tm_release_call(tm_real.cuMemRelease(handle)); /* the mapping holds it */
+    return r;
+}
 
-/* Maps the chunks in order in a fresh range with read-write access for the current
- * device; closes every descriptor. */
-static CUresult map_chunks(const tm_ipc_reply *reply, int *fds, CUdeviceptr *base)
+/* Receives the chunks batch by batch and maps them in order in a fresh range with
+ * read-write access for the current device. */
+static CUresult map_chunks(int conn, const tm_ipc_handle *key, const tm_ipc_reply *reply, CUdeviceptr *base)
 {
     CUdevice device;
-    uint64_t bytes = reply->chunks * reply->chunk_size, mapped = 0, closed = 0;
+    uint64_t bytes = reply->chunks * reply->chunk_size, mapped = 0;
     CUresult r = tm_real.cuCtxGetDevice(&device);
     if (r == CUDA_SUCCESS)
         r = tm_real.cuMemAddressReserve(base, bytes, reply->chunk_size, 0, 0);
-    for (; r == CUDA_SUCCESS && mapped < reply->chunks; mapped++) {
-        CUmemGenericAllocationHandle handle;
-        r = tm_real.cuMemImportFromShareableHandle(&handle, (void *)(intptr_t)fds[mapped],
-                                                   CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
-        close(fds[mapped]);
-        closed = mapped + 1;
-        if (r != CUDA_SUCCESS)
-            break;
-        r = tm_real.cuMemMap(*base + mapped * reply->chunk_size, reply->chunk_size, 0, handle, 0);
-        tm_release_call(tm_real.cuMemRelease(handle)); /* the mapping holds it */
-        if (r != CUDA_SUCCESS)
-            break;
+    while (r == CUDA_SUCCESS && mapped < reply->chunks) {
+        int fds[TM_IPC_FDS_PER_MESSAGE];
+        unsigned n = 0, used = 0;
+        if (!tm_ipc_recv_fds(conn, fds, &n) || n == 0 || n > reply->chunks - mapped) {
+            tm_warn("ipc: cuIpcOpenMemHandle: process %d sent %llu of %llu chunks", (int)key->pid,
+                    (unsigned long long)mapped, (unsigned long long)reply->chunks);
+            r = CUDA_ERROR_INVALID_VALUE;
+        }
+        for (; r == CUDA_SUCCESS && used < n; used++, mapped++)
+            r = map_chunk(fds[used], *base + mapped * reply->chunk_size, reply->chunk_size);
+        for (; used < n; used++)
+            close(fds[used]);
     }
-    for (uint64_t i = closed; i < reply->chunks; i++)
-        close(fds[i]);
     if (r == CUDA_SUCCESS) {
         CUmemAccessDesc access = {
             .location = { .type = CU_MEM_LOCATION_TYPE_DEVICE, .id = device },
@@ -133,9 +120,10 @@ static CUresult map_chunks(const tm_ipc_reply *reply, int *fds, CUdeviceptr *bas
         r = tm_real.cuMemSetAccess(*base, bytes, &access, 1);
     }
     if (r != CUDA_SUCCESS && *base) {
-        if (mapped)
-            tm_release_call(tm_real.cuMemUnmap(*base, mapped * reply->chunk_size));
+        for (uint64_t i = 0; i < mapped; i++) /* a chunk whose map failed is not mapped */
+            tm_real.cuMemUnmap(*base + i * reply->chunk_size, reply->chunk_size);
         tm_release_call(tm_real.cuMemAddressFree(*base, bytes));
+        *base = 0;
     }
     return r;
 }
@@ -172,15 +160,13 @@ CUresult tm_ipc_open(const CUipcMemHandle *handle, CUdeviceptr *pdptr)
         tm_ipc_request request = { .magic = TM_IPC_MAGIC, .version = TM_IPC_VERSION, .alloc_id = key.alloc_id };
         memcpy(request.nonce, key.nonce, sizeof request.nonce);
         tm_ipc_reply reply;
-        int *fds = NULL;
-        if (tm_ipc_send(conn, &request, sizeof request) && receive_chunks(conn, &key, &reply, &fds)) {
-            r = map_chunks(&reply, fds, &entry->base);
+        if (tm_ipc_send(conn, &request, sizeof request) && receive_reply(conn, &key, &reply)) {
+            r = map_chunks(conn, &key, &reply, &entry->base);
             if (r != CUDA_SUCCESS)
                 tm_warn("ipc: cuIpcOpenMemHandle: the chunks of process %d cannot be mapped here (error %d)",
                         (int)key.pid, (int)r);
             entry->bytes = reply.chunks * reply.chunk_size;
         }
-        free(fds);
         close(conn);
     }
     if (r == CUDA_SUCCESS) {

@@ -17,7 +17,7 @@ TM="LD_PRELOAD=$(preload_value "$LIBTIERMEM")"
 start_exporter() {
   local dir=$1; shift
   mkdir -p "$dir"
-  env "$@" timeout 120 "$PEER" export 6M "$dir" >"$dir/exp.out" 2>&1 &
+  env "$@" timeout 120 "$PEER" export "${EXPORT_SIZE:-6M}" "$dir" >"$dir/exp.out" 2>&1 &
   EXP_PID=$!
   wait_file "$dir/handle"
 }
@@ -74,6 +74,14 @@ check_eq "chunks moved before the export" "$(line "exporter: migrate before expo
 check_eq "an exported allocation's chunks do not move" "$(line "exporter: migrate after export" "$d/exp.out")" \
   CUDA_ERROR_NOT_SUPPORTED
 check "the socket is gone with the exporter" eval "! socket_listed $pid"
+
+# ---- 130 chunks: three messages of descriptors, never more than one message's open at once
+d=$SCRATCH/large
+EXPORT_SIZE=260M start_exporter "$d" "${SIM[@]}" "${TIERED[@]}" "$TM"
+start_importer "$d" "" "${SIM[@]}" "${TIERED[@]}" "$TM"; touch "$d/close"; wait "$IMP_PID"; imp_rc=$?
+touch "$d/finish"; wait "$EXP_PID"; exp_rc=$?
+seen="$(line "importer: exporter's bytes" "$d/imp.out") $(line "exporter: importer's bytes" "$d/exp.out")"
+check_eq "260 MiB in 130 chunks are shared both ways" "$imp_rc $exp_rc $seen" "0 0 ok (272629760) ok"
 
 # ---- the importer killed: the exporter serves the next one, leaks nothing
 d=$SCRATCH/importer-killed
