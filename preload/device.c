@@ -8,6 +8,7 @@
 #include "preload/discover.h"
 #include "preload/driver.h"
 #include "preload/heat.h"
+#include "preload/ipc.h"
 #include "preload/log.h"
 #include "preload/rebalancer.h"
 #include "preload/settings_check.h"
@@ -100,11 +101,10 @@ static bool set_up(CUdevice ordinal)
     };
     device.target.device = ordinal;
     device.target.pinned_host = !host_numa;
-    /* chunks another process can map: cuIpcGetMemHandle on tiered memory (ipc.h) */
-    if (device_attribute(CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED, ordinal))
-        device.target.handle_types = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
     for (int t = 0; t < TM_TIER_COUNT; t++)
         device.target.node[t] = found.tiers.tier[t].node;
+    /* chunks another process can map: cuIpcGetMemHandle on tiered memory */
+    device.target.handle_types = tm_ipc_chunk_handle_types(&device.target, &found.tiers, chunk);
 
     tm_stats_setup setup = {
         .device = ordinal,

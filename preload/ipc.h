@@ -25,7 +25,15 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "policy/tier.h"
+#include "preload/backing.h"
 #include "preload/cuda_api.h"
+
+/* The handle types chunks are created with: POSIX file descriptors when the device can
+ * export them and every tier in use takes them (one chunk of each is tried, at set-up),
+ * else none (tiered memory is then not shareable; said at info level). */
+CUmemAllocationHandleType tm_ipc_chunk_handle_types(const tm_backing_target *target, const tm_tiers *tiers,
+                                                    uint64_t chunk_size);
 
 /* TIERMEM_IPC=passthrough: allocations HBM has room for stay plain driver memory. */
 bool tm_ipc_keeps_plain(void);

@@ -30,6 +30,48 @@ static export_entry *exports;   /* [export_count] */
 static size_t export_count, export_capacity;
 static int listener = -1;       /* the serving socket, once the first handle was made */
 
+/* Whether a chunk of `tier` can be created exportable; true also when the tier refuses
+ * chunks of any kind (that is the tier's problem, found and said at the first allocation). */
+static bool tier_takes_handles(const tm_backing_target *target, tm_tier_id tier, uint64_t chunk_size)
+{
+    CUmemAllocationProp prop;
+    memset(&prop, 0, sizeof prop);
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = tier == TM_TIER_HBM ? CU_MEM_LOCATION_TYPE_DEVICE : CU_MEM_LOCATION_TYPE_HOST_NUMA;
+    prop.location.id = tier == TM_TIER_HBM ? target->device : target->node[tier];
+    CUmemGenericAllocationHandle handle;
+    for (int exportable = 1; exportable >= 0; exportable--) {
+        prop.requestedHandleTypes = exportable ? CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR : CU_MEM_HANDLE_TYPE_NONE;
+        if (tm_real.cuMemCreate(&handle, chunk_size, &prop, 0) == CUDA_SUCCESS) {
+            tm_release_call(tm_real.cuMemRelease(handle));
+            return exportable;
+        }
+    }
+    return true;
+}
+
+CUmemAllocationHandleType tm_ipc_chunk_handle_types(const tm_backing_target *target, const tm_tiers *tiers,
+                                                    uint64_t chunk_size)
+{
+    int supported = 0;
+    if (tm_real.cuDeviceGetAttribute(&supported, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED,
+                                     target->device) != CUDA_SUCCESS || !supported) {
+        tm_info("ipc: the device cannot export memory as file descriptors: cuIpcGetMemHandle cannot share "
+                "tiered memory (TIERMEM_IPC=passthrough keeps what fits in HBM shareable)");
+        return CU_MEM_HANDLE_TYPE_NONE;
+    }
+    for (int t = 0; t < TM_TIER_COUNT; t++) {
+        bool vmm = t == TM_TIER_HBM || !target->pinned_host;
+        if (tiers->tier[t].present && vmm && !tier_takes_handles(target, (tm_tier_id)t, chunk_size)) {
+            tm_info("ipc: the driver does not export %s chunks as file descriptors: cuIpcGetMemHandle cannot "
+                    "share tiered memory (TIERMEM_IPC=passthrough keeps what fits in HBM shareable)",
+                    tm_tier_name((tm_tier_id)t));
+            return CU_MEM_HANDLE_TYPE_NONE;
+        }
+    }
+    return CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+}
+
 bool tm_ipc_keeps_plain(void)
 {
     return tm_settings()->ipc == TM_IPC_PASSTHROUGH;

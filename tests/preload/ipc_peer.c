@@ -113,6 +113,7 @@ static int export_side(size_t bytes, const char *dir)
     printf("exporter: migrate before export %s\n", migrate_start(ptr));
     int capable = -1;
     CHECK(cuPointerGetAttribute(&capable, CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE, ptr));
+    printf("exporter: capable %d\n", capable);
     CUipcMemHandle handle;
     CHECK(cuIpcGetMemHandle(&handle, ptr));
     char magic[8];

@@ -136,6 +136,16 @@ for how in TIERMEM_IPC=passthrough "TIERMEM_RULES=size>=4M=plain"; do
   seen="$(line "importer: exporter's bytes" "$d/imp.out") $(line "exporter: importer's bytes" "$d/exp.out")"
   check_eq "$how: a process without tiermem shares it both ways" "$imp_rc $exp_rc $seen" "0 0 ok (6291456) ok"
 done
+# ---- a device that cannot export: chunked memory says so, and its handle is refused
+d=$SCRATCH/no-fd
+mkdir -p "$d"
+out=$(under_tiermem "${SIM[@]}" "${TIERED[@]}" SIMCUDA_POSIX_FD=0 -- "$PEER" export 6M "$d" 2>&1); rc=$?
+refused=$(grep -c 'cuIpcGetMemHandle(&handle, ptr) failed: CUDA_ERROR_NOT_SUPPORTED' <<<"$out")
+check_eq "without exportable chunks, chunked memory is not IPC capable and its handle is refused" \
+  "$rc $(line "exporter: capable" - <<<"$out") $refused" "3 0 1"
+check "with a line that says why and what to do" \
+  grep -q 'ipc: the device cannot export memory as file descriptors.*TIERMEM_IPC=passthrough' <<<"$out"
+
 out=$(under_tiermem "${SIM[@]}" TIERMEM_IPC=bogus -- "$PEER" export 6M "$SCRATCH/bogus" 2>&1)
 check "a bad TIERMEM_IPC is named with what it accepts" grep -q "TIERMEM_IPC.*tiermem or passthrough" <<<"$out"
 out=$(under_tiermem "${SIM[@]}" "TIERMEM_RULES=name=blk.*=plain" -- "$PEER" export 6M "$SCRATCH/bad" 2>&1)

@@ -53,6 +53,7 @@ typedef struct sim_config {
     int numa_nodes[SIM_MAX_NUMA_NODES];     /* HOST_NUMA ids cuMemCreate accepts */
     int numa_node_count;
     bool host_numa_vmm;                     /* SIMCUDA_HOST_NUMA_VMM */
+    bool posix_fd;                          /* SIMCUDA_POSIX_FD: VMM memory exportable as fds */
     int log_level;                          /* 0 warn, 1 info */
     sim_profile profile;                    /* SIMCUDA_PROFILE and overrides */
     int cxl_nodes[SIM_MAX_NUMA_NODES];      /* SIMCUDA_CXL_NODES */

@@ -157,6 +157,8 @@ SIM_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t siz
     /* every allocation is a memfd: POSIX file descriptors are the one type it can share */
     if ((prop->requestedHandleTypes & ~(unsigned)CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) != 0)
         return sim_not_supported("cuMemCreate with shareable handle types other than POSIX file descriptors");
+    if (prop->requestedHandleTypes != CU_MEM_HANDLE_TYPE_NONE && !sim.config.posix_fd)
+        return CUDA_ERROR_NOT_SUPPORTED; /* SIMCUDA_POSIX_FD=0: a device that cannot export */
 
     sim_phys *phys = calloc(1, sizeof *phys);
     if (!phys)
