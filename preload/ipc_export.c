@@ -80,7 +80,8 @@ bool tm_ipc_keeps_plain(void)
 /* ---------------------------------------------------------------- the allocations */
 
 typedef struct alloc_facts {
-    tm_alloc *alloc;            /* valid while the migration lock is held */
+    tm_alloc *alloc;            /* valid only while the migration lock is held */
+    uint64_t id;
     bool exportable;
 } alloc_facts;
 
@@ -89,6 +90,7 @@ static void read_facts(const tm_range *record, void *arg)
     alloc_facts *facts = arg;
     tm_alloc *a = (tm_alloc *)record; /* the registry holds tm_alloc records, never const */
     facts->alloc = a;
+    facts->id = a->id;
     facts->exportable = a->backing && !a->backing->pinned_host;
 }
 
@@ -125,7 +127,7 @@ static void retain_chunks(const tm_ipc_request *request, tm_ipc_reply *reply, CU
     tm_migrate_lock();
     alloc_facts facts = { 0 };
     reply->status = TM_IPC_FREED;
-    if (tm_registry_find(base, read_facts, &facts) && facts.exportable && facts.alloc->id == request->alloc_id) {
+    if (tm_registry_find(base, read_facts, &facts) && facts.exportable && facts.id == request->alloc_id) {
         const tm_backing *b = facts.alloc->backing;
         *reply = (tm_ipc_reply){ .status = TM_IPC_FAILED, .size = facts.alloc->range.size,
                                  .chunk_size = b->plan.chunk_size, .chunks = b->plan.chunks };
@@ -263,7 +265,7 @@ static bool start_server(void)
 static bool still_exported(const export_entry *entry)
 {
     alloc_facts facts = { 0 };
-    return tm_registry_find(entry->base, read_facts, &facts) && facts.alloc->id == entry->alloc_id;
+    return tm_registry_find(entry->base, read_facts, &facts) && facts.id == entry->alloc_id;
 }
 
 /* Export lock held: the entry of an allocation, added when new (entries of allocations
@@ -306,7 +308,7 @@ CUresult tm_ipc_export(CUdeviceptr address, CUipcMemHandle *handle)
     alloc_facts facts = { 0 };
     bool found = tm_registry_find(address, read_facts, &facts) && facts.exportable;
     CUdeviceptr base = found ? facts.alloc->range.base : 0;
-    uint64_t id = found ? facts.alloc->id : 0, size = found ? facts.alloc->range.size : 0;
+    uint64_t id = facts.id, size = found ? facts.alloc->range.size : 0;
     if (found)
         __atomic_store_n(&facts.alloc->ipc_pinned, true, __ATOMIC_RELAXED);
     tm_migrate_unlock();
