@@ -11,6 +11,7 @@
 #include "engine/driver.h"
 #include "engine/generate.h"
 #include "engine/gguf.h"
+#include "engine/load.h"
 #include "engine/model.h"
 #include "engine/model_config.h"
 #include "engine/serve.h"
@@ -40,6 +41,7 @@ typedef struct cli_options {
     bool tokenize, no_bos;  /* --tokenize: print the prompt's ids and stop */
     bool chat;              /* --chat: a conversation in the model's chat template */
     const char *force_ids;  /* --force-ids: teacher forcing */
+    tm_load_method load;    /* --load: how the weights are read */
 } cli_options;
 
 static void usage(FILE *f)
@@ -66,6 +68,8 @@ static void usage(FILE *f)
         "  --dump-logits FILE        write every step's logits: \"step seq logit0 logit1 ...\"\n"
         "  --force-ids \"I J ...\"     teacher forcing: take these tokens instead of the sampled ones\n"
         "  --driver PATH             CUDA driver library (default libcuda.so.1)\n"
+        "  --load M                  read the weights with uring, pread or mmap (default auto: uring,\n"
+        "                            else pread)\n"
         "  -v                        more detail on stderr (device, ids)\n"
         "serve (an OpenAI-compatible server; the model and KV options above apply):\n"
         "  --host ADDR               numeric address to listen on (default 127.0.0.1: this machine only)\n"
@@ -116,7 +120,7 @@ static int parse_args(int argc, char **argv, cli_options *o)
         argv++;
     }
     enum { O_TEMP = 256, O_TOPK, O_TOPP, O_SEED, O_KVD, O_BS, O_CTX, O_PF, O_THR, O_DUMP, O_DRV, O_KVB, O_UTIL,
-           O_HOST, O_PORT, O_KEY, O_BATCH, O_QUEUE, O_CHUNK, O_GRACE, O_TOK, O_NOBOS, O_CHAT, O_FORCE };
+           O_HOST, O_PORT, O_KEY, O_BATCH, O_QUEUE, O_CHUNK, O_GRACE, O_TOK, O_NOBOS, O_CHAT, O_FORCE, O_LOAD };
     static const struct option opts[] = {
         {"model", 1, 0, 'm'}, {"prompt", 1, 0, 'p'}, {"temp", 1, 0, O_TEMP}, {"top-k", 1, 0, O_TOPK},
         {"top-p", 1, 0, O_TOPP}, {"seed", 1, 0, O_SEED}, {"kv-dtype", 1, 0, O_KVD}, {"block-size", 1, 0, O_BS},
@@ -125,7 +129,7 @@ static int parse_args(int argc, char **argv, cli_options *o)
         {"gpu-memory-utilization", 1, 0, O_UTIL}, {"host", 1, 0, O_HOST}, {"port", 1, 0, O_PORT},
         {"api-key", 1, 0, O_KEY}, {"max-batch", 1, 0, O_BATCH}, {"max-queue", 1, 0, O_QUEUE},
         {"prefill-chunk", 1, 0, O_CHUNK}, {"grace", 1, 0, O_GRACE}, {"tokenize", 0, 0, O_TOK}, {"no-bos", 0, 0, O_NOBOS},
-        {"chat", 0, 0, O_CHAT}, {"force-ids", 1, 0, O_FORCE}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+        {"chat", 0, 0, O_CHAT}, {"force-ids", 1, 0, O_FORCE}, {"load", 1, 0, O_LOAD}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     int c;
     long long v;
     double d;
@@ -173,6 +177,12 @@ static int parse_args(int argc, char **argv, cli_options *o)
         case O_NOBOS: o->no_bos = true; break;
         case O_CHAT: o->chat = true; break;
         case O_FORCE: o->force_ids = optarg; break;
+        case O_LOAD:
+            if (tm_load_method_parse(optarg, &o->load)) {
+                fprintf(stderr, "error: --load must be auto, uring, pread or mmap, got '%s'\n", optarg);
+                return -1;
+            }
+            break;
         case 'h': usage(stdout); exit(0);
         default: usage(stderr); return -1;
         }
@@ -358,13 +368,20 @@ int main(int argc, char **argv)
     /* llama.cpp sizes to n_ctx: a pool from free memory holds what the sequences can use, unless a
      * share of free memory was asked for; the server sizes from free memory, as vLLM does */
     int64_t run_blocks = o.gpu_util_given || o.serve ? 0 : (int64_t)n_prompts * tm_kv_blocks_for(ctx, o.block_size);
-    model_options mopt = {max_tokens, ctx, {o.kv_dtype, o.block_size, o.kv_blocks, o.gpu_util, 0, run_blocks}};
+    model_options mopt = {max_tokens, ctx, {o.kv_dtype, o.block_size, o.kv_blocks, o.gpu_util, 0, run_blocks},
+                          {o.load, o.model_path, true}};
     m.cfg = cfg;
     if (model_load(&m, &drv, &f, &mopt)) {
         fprintf(stderr, "error: %s\n", m.err);
         goto out;
     }
     model_loaded = true;
+    if (o.verbose) {
+        const tm_load_result *lr = &m.w.load;
+        fprintf(stderr, "tiermem-llm: load: method=%s direct=%s file_bytes=%" PRId64 " seconds=%.3f mib_s=%.1f\n",
+                tm_load_method_name(lr->used), lr->direct ? "yes" : "no", lr->file_bytes, lr->seconds,
+                lr->seconds > 0 ? TM_MIB(lr->file_bytes) / lr->seconds : 0.0);
+    }
     if (o.verbose && cfg.n_expert &&
         !(m.expert_use = calloc((size_t)cfg.n_layers * cfg.n_expert, sizeof *m.expert_use))) {
         fprintf(stderr, "error: out of host memory\n");

@@ -26,6 +26,12 @@
     X(cuMemAlloc, 3020)                    \
     X(cuMemFree, 3020)                     \
     X(cuMemcpyHtoD, 3020)                  \
+    X(cuMemcpyHtoDAsync, 3020)             \
+    X(cuMemHostRegister, 6050)             \
+    X(cuMemHostUnregister, 4000)           \
+    X(cuStreamCreate, 2000)                \
+    X(cuStreamDestroy, 4000)               \
+    X(cuStreamSynchronize, 2000)           \
     X(cuMemcpyDtoH, 3020)                  \
     X(cuMemsetD8, 3020)                    \
     X(cuModuleLoad, 2000)                  \

@@ -72,7 +72,7 @@ int model_load(tm_model *m, const tm_driver *drv, const gguf_file *f, const mode
     /* pos, slots and lengths, then the block tables of a decode batch */
     m->h_staging = malloc((size_t)m->max_tokens * (3 + (size_t)m->max_blocks_per_seq) * sizeof *m->h_staging);
     if (!m->h_staging) return tm_fail(m->err, sizeof m->err, "out of host memory");
-    if (weights_upload(&m->w, drv, f, c, m->err, sizeof m->err) || scratch_alloc(m) ||
+    if (weights_upload(&m->w, drv, f, c, &opt->load, m->err, sizeof m->err) || scratch_alloc(m) ||
         kv_cache_init(&m->kv, drv, c->n_layers, c->n_kv_heads, c->head_dim, &opt->kv, m->err, sizeof m->err)) {
         model_free(m);
         return -1;

@@ -59,6 +59,7 @@ typedef struct model_options {
     int32_t max_tokens;     /* prefill chunk and decode batch limit */
     int32_t max_positions;  /* --ctx */
     kv_options kv;
+    tm_load_options load;   /* how the weights are read (zero: from the mapping) */
 } model_options;
 
 /* Uploads the weights (config already loaded into m->cfg), allocates scratch, then sizes

@@ -1,5 +1,6 @@
 /* weights.c — validating and uploading the model's tensors. */
 #include "engine/error.h"
+#include "engine/load.h"
 #include "engine/weights.h"
 #include "kernels/kernels.h"
 
@@ -122,56 +123,19 @@ int64_t weights_bytes(const gguf_file *f, const llama_config *cfg)
 /* ----------------------------------------------------------------------------
  * Upload */
 
-static float half_to_float(uint16_t h, bool bf16)
-{
-    uint32_t bits;
-    if (bf16) {
-        bits = (uint32_t)h << 16;
-    } else {
-        uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1F, man = h & 0x3FF;
-        if (exp == 0x1F) bits = sign | 0x7F800000 | man << 13;
-        else if (exp) bits = sign | (exp + 112) << 23 | man << 13;
-        else if (!man) bits = sign;
-        else { /* subnormal: normalise */
-            int e = -1;
-            do { man <<= 1; e++; } while (!(man & 0x400));
-            bits = sign | (uint32_t)(112 - e) << 23 | (man & 0x3FF) << 13;
-        }
-    }
-    float f;
-    memcpy(&f, &bits, 4);
-    return f;
-}
-
-/* A norm vector as f32 on the host (a copy when the file stores another type). */
-static const void *norm_as_f32(const gguf_tensor *t, float **owned)
-{
-    *owned = NULL;
-    if (t->type == GGML_TYPE_F32) return t->data;
-    if (t->type != GGML_TYPE_F16 && t->type != GGML_TYPE_BF16) return NULL; /* block types: not a norm */
-    float *v = malloc((size_t)t->dims[0] * sizeof *v);
-    if (!v) return NULL;
-    const uint8_t *src = t->data;
-    for (int64_t i = 0; i < t->dims[0]; i++) {
-        uint16_t h;
-        memcpy(&h, src + 2 * i, 2);
-        v[i] = half_to_float(h, t->type == GGML_TYPE_BF16);
-    }
-    *owned = v;
-    return v;
-}
-
 int weights_upload(model_weights *w, const tm_driver *drv, const gguf_file *f, const llama_config *cfg,
-                   char *err, size_t errlen)
+                   const tm_load_options *load, char *err, size_t errlen)
 {
     memset(w, 0, sizeof *w);
     size_t max_specs = MAX_TENSORS(cfg);
     tensor_spec *specs = calloc(max_specs, sizeof *specs);
+    tm_load_item *items = calloc(max_specs, sizeof *items);
     w->layers = calloc((size_t)cfg->n_layers, sizeof *w->layers);
     w->allocs = calloc(max_specs, sizeof *w->allocs);
     w->n_layers = cfg->n_layers;
-    if (!specs || !w->layers || !w->allocs) {
+    if (!specs || !items || !w->layers || !w->allocs) {
         free(specs);
+        free(items);
         weights_free(w, drv);
         return tm_fail(err, errlen, "out of host memory");
     }
@@ -192,17 +156,17 @@ int weights_upload(model_weights *w, const tm_driver *drv, const gguf_file *f, c
                        tm_cu_name(drv, cr));
             break;
         }
-        w->allocs[w->n_allocs++] = p;
-        w->bytes += bytes;
-        float *owned = NULL;
-        const void *src = specs[i].role == ROLE_NORM ? norm_as_f32(t, &owned) : t->data;
-        cr = src ? drv->cuMemcpyHtoD(p, src, (size_t)bytes) : CUDA_ERROR_INVALID_VALUE;
-        free(owned);
-        if (cr != CUDA_SUCCESS) {
-            rc = tm_fail(err, errlen, "copying tensor '%s' to the device failed: %s", t->name,
-                      src ? tm_cu_name(drv, cr) : "norm of an unsupported type");
+        /* the norm kernels read f32: other float types are widened on the way */
+        bool widen = specs[i].role == ROLE_NORM && t->type != GGML_TYPE_F32;
+        if (widen && t->type != GGML_TYPE_F16 && t->type != GGML_TYPE_BF16) {
+            drv->cuMemFree(p);
+            rc = tm_fail(err, errlen, "copying tensor '%s' to the device failed: norm of an unsupported type",
+                         t->name);
             break;
         }
+        w->allocs[w->n_allocs] = p;
+        items[w->n_allocs++] = (tm_load_item){t, p, bytes, widen};
+        w->bytes += bytes;
         dev_matrix m = {p, (int32_t)t->type, (int32_t)specs[i].n_in, (int32_t)specs[i].n_out};
         /* route the allocation to its field by list position: the globals, then each layer's */
         if (i == 0) w->token_embd = m;
@@ -234,6 +198,8 @@ int weights_upload(model_weights *w, const tm_driver *drv, const gguf_file *f, c
         }
     }
     free(specs);
+    if (!rc) rc = tm_load_weights(drv, f, items, w->n_allocs, load, &w->load, err, errlen);
+    free(items);
     if (rc) {
         weights_free(w, drv);
         return rc;

@@ -1,5 +1,5 @@
-/* weights.h — the model's tensors on the device: one cuMemAlloc per tensor, copied
- * straight from the mapped GGUF file. */
+/* weights.h — the model's tensors on the device: one cuMemAlloc per tensor, filled from
+ * the GGUF file by the loader (load.h). */
 #ifndef TM_ENGINE_WEIGHTS_H
 #define TM_ENGINE_WEIGHTS_H
 
@@ -7,6 +7,7 @@
 
 #include "engine/driver.h"
 #include "engine/gguf.h"
+#include "engine/load.h"
 #include "engine/model_config.h"
 
 typedef struct dev_matrix {
@@ -44,16 +45,17 @@ typedef struct model_weights {
     int64_t n_allocs;
     int64_t bytes;          /* device bytes of all weights */
     bool tied;              /* output.weight absent: token_embd serves */
+    tm_load_result load;    /* how the file was read, and how fast */
 } model_weights;
 
 /* Checks every tensor's presence, shape and type (before any device memory is used). */
 int weights_check(const gguf_file *f, const llama_config *cfg, char *err, size_t errlen);
 /* Bytes weights_upload will allocate. */
 int64_t weights_bytes(const gguf_file *f, const llama_config *cfg);
-/* Allocates and copies. On failure everything allocated is freed and err says what
+/* Allocates every tensor, then reads them in (load.h). On failure everything allocated is freed and err says what
  * failed, how much was needed and how much the device has. */
 int weights_upload(model_weights *w, const tm_driver *drv, const gguf_file *f, const llama_config *cfg,
-                   char *err, size_t errlen);
+                   const tm_load_options *load, char *err, size_t errlen);
 void weights_free(model_weights *w, const tm_driver *drv);
 
 #endif /* TM_ENGINE_WEIGHTS_H */

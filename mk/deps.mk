@@ -2,7 +2,8 @@
 # root and otherwise prints the exact command; with everything present it does nothing.
 DEB_PACKAGES := build-essential pkg-config clang llvm libnuma-dev liburing-dev libcxl-dev \
                 libbpf-dev bpftool uthash-dev libelf-dev zlib1g-dev libcmocka-dev numactl \
-                systemtap-sdt-dev jq gnuplot-nox libmicrohttpd-dev libjansson-dev curl libpcre2-dev
+                systemtap-sdt-dev jq gnuplot-nox libmicrohttpd-dev libjansson-dev curl libpcre2-dev \
+                groff-base man-db
 
 deps:
 	@missing=$$(for p in $(DEB_PACKAGES); do \

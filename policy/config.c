@@ -4,6 +4,7 @@
  * tm_config_load walks it. */
 #include "policy/config.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,6 +129,17 @@ static bool parse_heat_halflife(const char *value, tm_config *config)
     return tm_parse_duration(value, &config->heat_halflife_ns);
 }
 
+static const char *const stream_mode_names[] = { "auto", "on", "off" };
+
+static bool parse_stream(const char *value, tm_config *config)
+{
+    int mode = parse_word(value, stream_mode_names, TM_STREAM_AUTO, TM_STREAM_OFF);
+    if (mode < 0)
+        return false;
+    config->stream = (tm_stream_mode)mode;
+    return true;
+}
+
 static const char *const log_level_names[] = { "error", "warn", "info", "debug" };
 
 static bool parse_log(const char *value, tm_config *config)
@@ -150,14 +162,35 @@ static bool parse_ipc(const char *value, tm_config *config)
     return true;
 }
 
+/* "off", or a path. */
+static bool parse_off_or_path(const char *value, bool *off, char *path)
+{
+    *off = strcasecmp(value, "off") == 0;
+    return *off || parse_path(value, path);
+}
+
 static bool parse_stats(const char *value, tm_config *config)
 {
-    if (strcasecmp(value, "off") == 0) {
-        config->stats_off = true;
-        return true;
-    }
-    config->stats_off = false;
-    return parse_path(value, config->stats_path);
+    return parse_off_or_path(value, &config->stats_off, config->stats_path);
+}
+
+/* A group name as useradd accepts it (letters, digits, '_', '-', '.', not first '-'), or a
+ * numeric gid. Whether it exists is for the ledger to find out. */
+static bool parse_group(const char *value, tm_config *config)
+{
+    size_t len = strlen(value);
+    if (len >= sizeof config->group || value[0] == '-')
+        return false;
+    for (size_t i = 0; i < len; i++)
+        if (!isalnum((unsigned char)value[i]) && !strchr("_-.", value[i]))
+            return false;
+    memcpy(config->group, value, len + 1);
+    return true;
+}
+
+static bool parse_ledger(const char *value, tm_config *config)
+{
+    return parse_off_or_path(value, &config->ledger_off, config->ledger_path);
 }
 
 /* ---------------------------------------------------------------- the variables */
@@ -194,9 +227,12 @@ static const variable variables[] = {
     { "TIERMEM_LOG", parse_log, "error, warn, info or debug" },
     { "TIERMEM_LOG_FILE", parse_log_file, "a file path" },
     { "TIERMEM_STATS", parse_stats, "off or a file path" },
+    { "TIERMEM_GROUP", parse_group, "a Unix group name or id of up to 32 letters, digits, '_', '-' or '.'" },
+    { "TIERMEM_LEDGER", parse_ledger, "off or a file path" },
     { "TIERMEM_HEAT", parse_heat, "launch, ebpf or off" },
     { "TIERMEM_HEAT_HALFLIFE", parse_heat_halflife,
       "a duration above 0: digits then ms, s or m, seconds when bare (e.g. 10s)" },
+    { "TIERMEM_STREAM", parse_stream, "auto, on or off" },
 };
 
 #define VARIABLE_COUNT (sizeof variables / sizeof variables[0])

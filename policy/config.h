@@ -26,6 +26,7 @@ typedef enum tm_log_level {
 #define TM_DEFAULT_MIGRATE_RATE (4 * TM_GIB)
 #define TM_DEFAULT_DRIVER "libcuda.so.1"
 #define TM_CONFIG_PATH_MAX 1024
+#define TM_CONFIG_GROUP_MAX 33 /* a group name of up to 32 characters */
 
 /* A size that may be absent: `set` is false when the variable was not given. */
 typedef struct tm_opt_size {
@@ -47,6 +48,12 @@ typedef enum tm_ipc_mode {
     TM_IPC_PASSTHROUGH,      /* what fits in HBM stays plain driver memory, shareable with any
                               * process; only what spills is chunked */
 } tm_ipc_mode;
+/* Whether the heat policy streams spilled weights through an HBM ring (TIERMEM_STREAM). */
+typedef enum tm_stream_mode {
+    TM_STREAM_AUTO = 0,      /* when the ring is a small share of HBM (TM_STREAM_AUTO_SHARE) */
+    TM_STREAM_ON,            /* whenever HBM has room for the ring */
+    TM_STREAM_OFF,
+} tm_stream_mode;
 
 typedef struct tm_config {
     bool disabled;               /* TIERMEM_DISABLE=1, or a value was invalid */
@@ -69,9 +76,14 @@ typedef struct tm_config {
     bool stats_off;                      /* TIERMEM_STATS=off */
     char stats_path[TM_CONFIG_PATH_MAX]; /* TIERMEM_STATS=path; empty: /dev/shm/tiermem.<pid> */
     char driver[TM_CONFIG_PATH_MAX];     /* TIERMEM_DRIVER */
+    char group[TM_CONFIG_GROUP_MAX];     /* TIERMEM_GROUP: a Unix group sharing the lower-tier budgets;
+                                          * empty: the processes of this user share them */
+    bool ledger_off;                     /* TIERMEM_LEDGER=off: this process's limits alone */
+    char ledger_path[TM_CONFIG_PATH_MAX];/* TIERMEM_LEDGER=path; empty: /dev/shm/tiermem-ledger.u<uid> or .g<gid> */
     tm_heat_source heat;         /* TIERMEM_HEAT */
     uint64_t heat_halflife_ns;   /* TIERMEM_HEAT_HALFLIFE */
     tm_ipc_mode ipc;             /* TIERMEM_IPC */
+    tm_stream_mode stream;       /* TIERMEM_STREAM */
 } tm_config;
 
 /* The defaults, as if no variable were set. */

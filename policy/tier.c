@@ -96,6 +96,32 @@ uint64_t tm_tier_room(const tm_tiers *tiers, tm_tier_id tier)
     return saturating_sub(limit, state->used);
 }
 
+/* The limits of the present lower tiers in `order`, and their room now. */
+static void lower_tiers(const tm_tiers *tiers, const tm_tier_order *order, uint64_t *limit, uint64_t *room)
+{
+    *limit = *room = 0;
+    for (int i = 0; i < order->count; i++) {
+        tm_tier_id tier = order->tier[i];
+        const tm_tier_state *state = &tiers->tier[tier];
+        if (tier == TM_TIER_HBM || !state->present)
+            continue;
+        *limit = saturating_add(*limit, state->limit);
+        *room = saturating_add(*room, saturating_sub(state->limit, state->used));
+    }
+}
+
+uint64_t tm_meminfo_total(const tm_tiers *tiers, const tm_tier_order *order, tm_meminfo_view view,
+                          uint64_t driver_total)
+{
+    const tm_tier_state *hbm = &tiers->tier[TM_TIER_HBM];
+    uint64_t total = hbm->limit < driver_total ? hbm->limit : driver_total;
+    if (view != TM_MEMINFO_VIRTUAL)
+        return total;
+    uint64_t lower_limit, lower_room;
+    lower_tiers(tiers, order, &lower_limit, &lower_room);
+    return saturating_add(total, lower_limit);
+}
+
 void tm_meminfo(const tm_tiers *tiers, const tm_tier_order *order, tm_meminfo_view view,
                 uint64_t driver_free, uint64_t driver_total, uint64_t *free, uint64_t *total)
 {
@@ -104,21 +130,16 @@ void tm_meminfo(const tm_tiers *tiers, const tm_tier_order *order, tm_meminfo_vi
     uint64_t hbm_free = saturating_sub(hbm_total, hbm->used);
     if (driver_free < hbm_free)
         hbm_free = driver_free;
-    *total = hbm_total;
-    *free = hbm_free;
-    if (view == TM_MEMINFO_PHYSICAL)
+    *total = tm_meminfo_total(tiers, order, view, driver_total);
+    if (view == TM_MEMINFO_PHYSICAL) {
+        /* what a tiered allocation may still take: the reserve is not for it */
+        *free = saturating_sub(hbm_free, tiers->hbm_reserve);
         return;
-    uint64_t lower_total = 0, lower_room = 0;
-    for (int i = 0; i < order->count; i++) {
-        tm_tier_id tier = order->tier[i];
-        const tm_tier_state *state = &tiers->tier[tier];
-        if (tier == TM_TIER_HBM || !state->present)
-            continue;
-        lower_total = saturating_add(lower_total, state->limit);
-        lower_room = saturating_add(lower_room, saturating_sub(state->limit, state->used));
     }
+    *free = hbm_free;
+    uint64_t lower_limit, lower_room;
+    lower_tiers(tiers, order, &lower_limit, &lower_room);
     if (view == TM_MEMINFO_VIRTUAL) {
-        *total = saturating_add(*total, lower_total);
         *free = saturating_add(*free, lower_room);
         return;
     }

@@ -65,8 +65,15 @@ typedef enum tm_meminfo_view {
     TM_MEMINFO_AVAILABLE,/* HBM's size; free counts the HBM chunks could leave by moving down */
 } tm_meminfo_view;
 
+/* The total of a view from the tiers' limits alone (usage plays no part, so the total never
+ * changes while the program runs): the HBM limit within what the driver has, plus under
+ * `virtual` the limits of the present lower tiers in `order`. */
+uint64_t tm_meminfo_total(const tm_tiers *tiers, const tm_tier_order *order, tm_meminfo_view view,
+                          uint64_t driver_total);
+
 /* Free and total memory in a view, from the driver's own answer and the tiers' budgets.
- * Physical: total = HBM limit, free = min(driver free, limit - used). Virtual adds, for each
+ * Physical: total = HBM limit, free = min(driver free, limit - used) less the HBM reserve,
+ * which tiered allocations may not take. Virtual adds, for each
  * present lower tier in `order`, its limit to total and its room to free. Available keeps
  * the physical total and adds to free the HBM bytes chunks hold, as far as the lower tiers
  * in `order` have room for them, never above the total: memory a new allocation gets

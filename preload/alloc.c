@@ -16,6 +16,7 @@
 #include "preload/managed.h"
 #include "preload/migrate.h"
 #include "preload/stats.h"
+#include "preload/stream_ring.h"
 
 /* Buffer ids of chunked allocations: above anything a driver hands out. */
 static uint64_t next_buffer_id = (uint64_t)1 << 62;
@@ -138,7 +139,7 @@ bool tm_alloc_chunked(tm_device *device, CUcontext ctx, uint64_t bytes, uint32_t
     for (int attempt = 0; attempt <= TM_TIER_COUNT; attempt++) {
         /* plan and charge in one step, so two threads never count on the same room */
         tm_plan plan;
-        pthread_mutex_lock(&device->place_lock);
+        tm_device_place_lock(device);
         tm_tiers now;
         tm_device_tiers_now(device, &now);
         for (int t = 0; t < TM_TIER_COUNT; t++)
@@ -147,7 +148,7 @@ bool tm_alloc_chunked(tm_device *device, CUcontext ctx, uint64_t bytes, uint32_t
         bool fits = tm_policy_place(&device->policy, &now, &desc, &plan);
         if (fits)
             charge_plan(&plan, +1);
-        pthread_mutex_unlock(&device->place_lock);
+        tm_device_place_unlock(device);
         if (!fits)
             break;
 
@@ -219,7 +220,7 @@ uint64_t tm_alloc_move_chunks(tm_device *device, tm_alloc *a, uint64_t first, ui
         count = b->plan.chunks - first;
     uint64_t chunk = b->plan.chunk_size, moved = 0;
     tm_migrate_lock(); /* the rebalancer moves chunks too */
-    pthread_mutex_lock(&device->place_lock);
+    tm_device_place_lock(device);
     for (uint64_t i = first; i < first + count; i++) {
         tm_tier_id from = tm_backing_chunk_tier(b, i);
         if (from == tier)
@@ -234,7 +235,7 @@ uint64_t tm_alloc_move_chunks(tm_device *device, tm_alloc *a, uint64_t first, ui
         tm_stats_tier_add(from, -(int64_t)chunk, -1);
         moved++;
     }
-    pthread_mutex_unlock(&device->place_lock);
+    tm_device_place_unlock(device);
     tm_migrate_unlock();
     if (moved) {
         uint32_t chunks[TM_STATS_TIERS];
@@ -293,6 +294,7 @@ void tm_free_chunked(tm_alloc *a, tm_wait wait, CUstream stream)
         return;
     }
     tm_migrate_lock(); /* none of its chunks is mid-migration */
+    tm_stream_ring_forget(a->backing->base, a->backing->bytes);
     charge_plan(&a->backing->plan, -1);
     tm_backing_destroy(a->backing);
     tm_migrate_unlock();

@@ -18,13 +18,13 @@ static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
 static bool charge_room(tm_device *device, tm_tier_id tier)
 {
     uint64_t chunk = device->policy.chunk_size;
-    pthread_mutex_lock(&device->place_lock);
+    tm_device_place_lock(device);
     tm_tiers now;
     tm_device_tiers_now(device, &now);
     bool room = now.tier[tier].present && tm_tier_room(&now, tier) >= chunk;
     if (room)
         tm_stats_tier_add(tier, (int64_t)chunk, 0);
-    pthread_mutex_unlock(&device->place_lock);
+    tm_device_place_unlock(device);
     return room;
 }
 

@@ -5,13 +5,14 @@
 #include <string.h>
 
 #include "policy/units.h"
-#include "preload/discover.h"
+#include "preload/device_plan.h"
 #include "preload/driver.h"
 #include "preload/heat.h"
 #include "preload/ipc.h"
+#include "preload/ledger.h"
 #include "preload/log.h"
 #include "preload/rebalancer.h"
-#include "preload/settings_check.h"
+#include "preload/stream_ring.h"
 #include "preload/state.h"
 #include "preload/stats.h"
 
@@ -22,14 +23,6 @@ static int device_state = DEVICE_NOT_SET_UP;
 static pthread_mutex_t setup_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* ---------------------------------------------------------------- set-up */
-
-static int device_attribute(CUdevice_attribute attribute, CUdevice ordinal)
-{
-    int value = 0;
-    if (tm_real.cuDeviceGetAttribute(&value, attribute, ordinal) != CUDA_SUCCESS)
-        return 0;
-    return value;
-}
 
 /* "hbm 16 GiB (device 0, reserve 256 MiB), cxl 4 GiB (node 1, TIERMEM_CXL_NODE), ..." */
 static void log_start_up(const tm_discovery *found, const tm_config *config)
@@ -62,35 +55,18 @@ static void log_start_up(const tm_discovery *found, const tm_config *config)
 static bool set_up(CUdevice ordinal)
 {
     const tm_config *config = tm_settings();
-    size_t memory = 0;
-    if (tm_real.cuDeviceTotalMem_v2(&memory, ordinal) != CUDA_SUCCESS || memory == 0) {
-        tm_tiering_off("the device's memory size cannot be read");
+    const tm_device_plan *plan = tm_device_plan_of(ordinal);
+    if (!plan || !plan->usable) {
+        tm_tiering_off(plan ? plan->why_not : "the device's memory size cannot be read");
         return false;
     }
-    uint64_t chunk = tm_minimum_granularity(CU_MEM_LOCATION_TYPE_DEVICE, ordinal);
-    if (!device_attribute(CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, ordinal) || chunk == 0) {
-        tm_tiering_off("the device does not support virtual memory management (VMM)");
-        return false;
-    }
-
-    tm_discovery found;
-    tm_discover_tiers(config, ordinal, memory, &found);
-    int ddr_node = found.tiers.tier[TM_TIER_DDR].node;
-    bool host_numa = device_attribute(CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, ordinal);
-    if (host_numa) {
-        uint64_t host_chunk = tm_minimum_granularity(CU_MEM_LOCATION_TYPE_HOST_NUMA, ddr_node);
-        if (host_chunk == 0)
-            host_numa = false;
-        else if (host_chunk > chunk)
-            chunk = host_chunk;
-    }
+    uint64_t memory = plan->memory, chunk = plan->chunk_size;
+    bool host_numa = plan->host_numa;
+    const tm_discovery *found = &plan->found;
 
     device.ordinal = ordinal;
     device.memory = memory;
-    device.tiers = found.tiers;
-    device.tiers.hbm_reserve = config->hbm_reserve.set ? config->hbm_reserve.bytes
-                                                       : tm_default_hbm_reserve(found.tiers.tier[TM_TIER_HBM].limit, chunk);
-    tm_settings_check(config, &device.tiers, chunk);
+    device.tiers = plan->tiers;
     device.policy = (tm_policy){
         .kind = config->policy,
         .order = config->order,
@@ -102,9 +78,9 @@ static bool set_up(CUdevice ordinal)
     device.target.device = ordinal;
     device.target.pinned_host = !host_numa;
     for (int t = 0; t < TM_TIER_COUNT; t++)
-        device.target.node[t] = found.tiers.tier[t].node;
+        device.target.node[t] = plan->tiers.tier[t].node;
     /* chunks another process can map: cuIpcGetMemHandle on tiered memory */
-    device.target.handle_types = tm_ipc_chunk_handle_types(&device.target, &found.tiers, chunk);
+    device.target.handle_types = tm_ipc_chunk_handle_types(&device.target, &plan->tiers, chunk);
 
     tm_stats_setup setup = {
         .device = ordinal,
@@ -114,10 +90,12 @@ static bool set_up(CUdevice ordinal)
         .tiers = &device.tiers,
         .heat = tm_heat_source_active(),
     };
+    tm_ledger_join(config, &device.tiers);
     tm_stats_open(config, &setup);
-    log_start_up(&found, config);
+    log_start_up(found, config);
     tm_state_register_exit();
     tm_rebalancer_start(&device, config->migrate_rate);
+    tm_stream_ring_start(&device, config);
     return true;
 }
 
@@ -155,11 +133,24 @@ tm_device *tm_device_ready(void)
     return __atomic_load_n(&device_state, __ATOMIC_ACQUIRE) == DEVICE_READY ? &device : NULL;
 }
 
+void tm_device_place_lock(tm_device *d)
+{
+    pthread_mutex_lock(&d->place_lock);
+    tm_ledger_lock();
+}
+
+void tm_device_place_unlock(tm_device *d)
+{
+    tm_ledger_unlock();
+    pthread_mutex_unlock(&d->place_lock);
+}
+
 void tm_device_tiers_now(const tm_device *d, tm_tiers *tiers)
 {
     *tiers = d->tiers;
     for (int t = 0; t < TM_TIER_COUNT; t++)
-        tiers->tier[t].used = tm_stats_tier_used((tm_tier_id)t);
+        if (!tm_ledger_used((tm_tier_id)t, &tiers->tier[t].used))
+            tiers->tier[t].used = tm_stats_tier_used((tm_tier_id)t);
     tiers->hbm_chunked = __atomic_load_n(&tm_stats->tier[TM_TIER_HBM].chunks, __ATOMIC_RELAXED) * d->policy.chunk_size;
 }
 

@@ -33,7 +33,13 @@ tm_device *tm_device_current(CUcontext *ctx);
 /* The tiered device if it has been set up, else NULL; no driver calls. */
 tm_device *tm_device_ready(void);
 
-/* The tiers with usage filled in from the counters (HBM: chunks and small allocations). */
+/* Placement decisions and their charges, as one step: the device's lock, and the shared
+ * ledger's, so that processes sharing a lower tier never count on the same room. */
+void tm_device_place_lock(tm_device *device);
+void tm_device_place_unlock(tm_device *device);
+
+/* The tiers with usage filled in from the counters (HBM: chunks and small allocations; a
+ * lower tier the ledger shares: what every process sharing it holds there). */
 void tm_device_tiers_now(const tm_device *device, tm_tiers *tiers);
 
 /* Fork handling. */

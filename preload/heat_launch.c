@@ -258,6 +258,17 @@ static size_t gather_values(param_layout *l, void **params, void **extra, uint64
     return n;
 }
 
+size_t tm_launch_pointers(CUfunction f, void **params, void **extra, uint64_t *values)
+{
+    _Static_assert(TM_LAUNCH_MAX_POINTERS >= MAX_PARAMS, "room for every parameter");
+    if (!params && !extra)
+        return 0;
+    bool learning = false;
+    param_layout scratch;
+    param_layout *l = layout_of(f, &scratch, &learning);
+    return gather_values(l, params, extra, values, &learning);
+}
+
 /* ---------------------------------------------------------------- crediting */
 
 typedef struct sample {

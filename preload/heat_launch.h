@@ -11,6 +11,7 @@
 #define TM_PRELOAD_HEAT_LAUNCH_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "preload/cuda_api.h"
@@ -26,6 +27,11 @@ void tm_heat_launch_enable(void);
 
 /* Reads the parameters of one launch of `threads` threads in all and credits heat. */
 void tm_heat_sample_launch(CUfunction f, uint64_t threads, void **params, void **extra);
+
+/* The pointer-sized parameter values of a launch, from the cached layout of f (as a
+ * sample reads them), into values[TM_LAUNCH_MAX_POINTERS]; returns how many. */
+#define TM_LAUNCH_MAX_POINTERS 64
+size_t tm_launch_pointers(CUfunction f, void **params, void **extra, uint64_t *values);
 
 /* The fast path every launch hook takes. */
 static inline void tm_heat_on_launch(CUfunction f, uint64_t threads, void **params, void **extra)

@@ -42,7 +42,7 @@ CUresult CUDAAPI cuMemcpyHtoD_v2_ptds(CUdeviceptr dstDevice, const void *srcHost
 CUresult CUDAAPI cuMemcpyHtoDAsync_v2(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount, CUstream hStream)
 {
     TM_HOOK_ENTER(cuMemcpyHtoDAsync_v2);
-    tm_provenance_copy(dstDevice, srcHost, ByteCount, false);
+    tm_provenance_copy_async(dstDevice, srcHost, ByteCount, hStream, false);
     return filled(TM_GATED(tm_real.cuMemcpyHtoDAsync_v2(dstDevice, srcHost, ByteCount, hStream)), dstDevice);
 }
 
@@ -50,7 +50,7 @@ CUresult CUDAAPI cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dstDevice, const void *sr
                                            CUstream hStream)
 {
     TM_HOOK_ENTER(cuMemcpyHtoDAsync_v2_ptsz);
-    tm_provenance_copy(dstDevice, srcHost, ByteCount, false);
+    tm_provenance_copy_async(dstDevice, srcHost, ByteCount, hStream, true);
     return filled(TM_GATED(tm_real.cuMemcpyHtoDAsync_v2_ptsz(dstDevice, srcHost, ByteCount, hStream)), dstDevice);
 }
 
@@ -71,13 +71,13 @@ CUresult CUDAAPI cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src, size_t ByteCoun
 CUresult CUDAAPI cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream)
 {
     TM_HOOK_ENTER(cuMemcpyAsync);
-    tm_provenance_copy(dst, (const void *)(uintptr_t)src, ByteCount, false);
+    tm_provenance_copy_async(dst, (const void *)(uintptr_t)src, ByteCount, hStream, false);
     return maybe_filled(TM_GATED(tm_real.cuMemcpyAsync(dst, src, ByteCount, hStream)), dst, src);
 }
 
 CUresult CUDAAPI cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream)
 {
     TM_HOOK_ENTER(cuMemcpyAsync_ptsz);
-    tm_provenance_copy(dst, (const void *)(uintptr_t)src, ByteCount, false);
+    tm_provenance_copy_async(dst, (const void *)(uintptr_t)src, ByteCount, hStream, true);
     return maybe_filled(TM_GATED(tm_real.cuMemcpyAsync_ptsz(dst, src, ByteCount, hStream)), dst, src);
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "preload/alloc.h"
+#include "preload/device_plan.h"
 #include "preload/hook.h"
 #include "preload/ipc.h"
 #include "preload/state.h"
@@ -40,23 +41,14 @@ CUresult CUDAAPI cuMemGetInfo_v2(size_t *free, size_t *total)
     return CUDA_SUCCESS;
 }
 
+/* The same total before and after any context: it comes from the device's plan alone. */
 CUresult CUDAAPI cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
 {
     TM_HOOK_ENTER(cuDeviceTotalMem_v2);
     CUresult result = tm_real.cuDeviceTotalMem_v2(bytes, dev);
-    if (result != CUDA_SUCCESS || !tm_tiering_on())
-        return result;
-    CUcontext ctx;
-    tm_device *device = tm_device_ready();
-    if (!device) /* set up now if a context is current, so both queries agree from the start */
-        device = tm_device_current(&ctx);
-    if (device && device->ordinal == dev) {
-        uint64_t free, total;
-        memory_view(device, *bytes, *bytes, &free, &total);
+    uint64_t total;
+    if (result == CUDA_SUCCESS && tm_device_view_total(dev, &total))
         *bytes = (size_t)total;
-    } else if (!device && tm_settings()->hbm_limit.set && tm_settings()->hbm_limit.bytes < *bytes) {
-        *bytes = (size_t)tm_settings()->hbm_limit.bytes; /* no context yet: the limit alone */
-    }
     return result;
 }
 

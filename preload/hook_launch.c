@@ -1,11 +1,24 @@
 /* hook_launch.c — kernel launches pass straight through, counted. Chunked memory needs
  * nothing here: its addresses are device addresses like any other. The first launch ends
  * the managed baseline's loading phase (managed.h); the `launch` heat source reads the
- * parameters of sampled launches (heat_launch.h) before they go. */
+ * parameters of sampled launches (heat_launch.h) before they go; while chunks are spilled
+ * under the heat policy, the staging ring (stream_ring.h) maps the chunks a launch reads
+ * before it and records its reads after it. */
 #include "preload/heat_launch.h"
 #include "preload/hook.h"
 #include "preload/submit_gate.h"
 #include "preload/managed.h"
+#include "preload/stream_ring.h"
+
+/* The gated launch `call` on `stream`, with the ring around it. */
+#define TM_LAUNCH(stream, per_thread, params, extra, call)                                     \
+    ({                                                                                         \
+        bool tm_streamed_ = tm_stream_before_launch(f, (stream), (per_thread), (params), (extra)); \
+        CUresult tm_launched_ = TM_GATED(call);                                                \
+        if (tm_streamed_)                                                                      \
+            tm_stream_after_launch((stream), (per_thread), tm_launched_);                      \
+        tm_launched_;                                                                          \
+    })
 
 CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
                                 unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
@@ -15,8 +28,9 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned in
     tm_managed_note_launch();
     tm_heat_on_launch(f, tm_launch_threads(gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ),
                       kernelParams, extra);
-    return TM_GATED(tm_real.cuLaunchKernel(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes,
-                                  hStream, kernelParams, extra));
+    return TM_LAUNCH(hStream, false, kernelParams, extra,
+                     tm_real.cuLaunchKernel(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
+                                            sharedMemBytes, hStream, kernelParams, extra));
 }
 
 CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
@@ -27,28 +41,32 @@ CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsign
     tm_managed_note_launch();
     tm_heat_on_launch(f, tm_launch_threads(gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ),
                       kernelParams, extra);
-    return TM_GATED(tm_real.cuLaunchKernel_ptsz(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
-                                       sharedMemBytes, hStream, kernelParams, extra));
+    return TM_LAUNCH(hStream, true, kernelParams, extra,
+                     tm_real.cuLaunchKernel_ptsz(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
+                                                 sharedMemBytes, hStream, kernelParams, extra));
 }
 
 CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra)
 {
     TM_HOOK_ENTER(cuLaunchKernelEx);
     tm_managed_note_launch();
-    if (config)
-        tm_heat_on_launch(f, tm_launch_threads(config->gridDimX, config->gridDimY, config->gridDimZ,
-                                               config->blockDimX, config->blockDimY, config->blockDimZ),
-                          kernelParams, extra);
-    return TM_GATED(tm_real.cuLaunchKernelEx(config, f, kernelParams, extra));
+    if (!config)
+        return TM_GATED(tm_real.cuLaunchKernelEx(config, f, kernelParams, extra));
+    tm_heat_on_launch(f, tm_launch_threads(config->gridDimX, config->gridDimY, config->gridDimZ,
+                                           config->blockDimX, config->blockDimY, config->blockDimZ),
+                      kernelParams, extra);
+    return TM_LAUNCH(config->hStream, false, kernelParams, extra, tm_real.cuLaunchKernelEx(config, f, kernelParams, extra));
 }
 
 CUresult CUDAAPI cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra)
 {
     TM_HOOK_ENTER(cuLaunchKernelEx_ptsz);
     tm_managed_note_launch();
-    if (config)
-        tm_heat_on_launch(f, tm_launch_threads(config->gridDimX, config->gridDimY, config->gridDimZ,
-                                               config->blockDimX, config->blockDimY, config->blockDimZ),
-                          kernelParams, extra);
-    return TM_GATED(tm_real.cuLaunchKernelEx_ptsz(config, f, kernelParams, extra));
+    if (!config)
+        return TM_GATED(tm_real.cuLaunchKernelEx_ptsz(config, f, kernelParams, extra));
+    tm_heat_on_launch(f, tm_launch_threads(config->gridDimX, config->gridDimY, config->gridDimZ,
+                                           config->blockDimX, config->blockDimY, config->blockDimZ),
+                      kernelParams, extra);
+    return TM_LAUNCH(config->hStream, true, kernelParams, extra,
+                     tm_real.cuLaunchKernelEx_ptsz(config, f, kernelParams, extra));
 }

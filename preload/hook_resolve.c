@@ -5,7 +5,7 @@
  * dlsym must stay invisible for every other symbol: glibc's dlsym finds RTLD_NEXT
  * symbols relative to its caller's return address, so on x86-64 the entry points are a
  * few instructions of assembly that jump to glibc's dlsym with the caller's frame intact
- * unless the name starts with "cu"; RTLD_NEXT lookups of cu* names walk the link map from
+ * unless the name starts with "cu" or "nv" (NVML); RTLD_NEXT lookups of those names walk the link map from
  * the caller (elsewhere the C entry points do that for every name). Nothing here calls
  * dlsym through the dynamic linker. */
 #include <dlfcn.h>
@@ -13,6 +13,7 @@
 #include <stddef.h>
 
 #include "preload/hook.h"
+#include "preload/hook_nvml.h"
 
 /* ---------------------------------------------------------------- glibc's dlsym */
 
@@ -70,11 +71,13 @@ static void *next_definition(const void *caller, const char *symbol)
     return NULL;
 }
 
-/* ---------------------------------------------------------------- dlsym, for cu* names */
+/* ---------------------------------------------------------------- dlsym, for cu* and nv* names */
 
 __attribute__((visibility("hidden"))) void *tm_dlsym_with_caller(void *handle, const char *symbol, const void *caller)
 {
     void *found = handle == RTLD_NEXT ? next_definition(caller, symbol) : tm_real_dlsym(handle, symbol);
+    if (found && symbol && symbol[0] == 'n' && symbol[1] == 'v')
+        return tm_nvml_dlsym(symbol, found);
     if (!found || !symbol || symbol[0] != 'c' || symbol[1] != 'u')
         return found;
     const tm_hook *hook = tm_hook_by_symbol(symbol);
@@ -88,8 +91,8 @@ __attribute__((visibility("hidden"))) void *tm_dlsym_with_caller(void *handle, c
 
 #if defined(__x86_64__)
 /* dlsym@GLIBC_2.34 and dlsym@GLIBC_2.2.5: if glibc's dlsym is not known yet, find it;
- * names not starting with "cu" jump straight to it; the rest go to tm_dlsym_with_caller
- * with the caller's return address as third argument. */
+ * names not starting with "cu" or "nv" jump straight to it; the rest go to
+ * tm_dlsym_with_caller with the caller's return address as third argument. */
 #define DLSYM_ENTRY(entry, slot)                                   \
     ".globl " #entry "\n"                                          \
     ".type " #entry ", @function\n"                                \
@@ -101,11 +104,15 @@ __attribute__((visibility("hidden"))) void *tm_dlsym_with_caller(void *handle, c
     "1:  testq %rsi, %rsi\n"                                       \
     "    jz 3f\n"                                                  \
     "    cmpb $0x63, (%rsi)\n"                                     \
-    "    jne 4f\n"                                                 \
+    "    jne 5f\n"                                                 \
     "    cmpb $0x75, 1(%rsi)\n"                                    \
     "    jne 4f\n"                                                 \
     "3:  movq (%rsp), %rdx\n"                                      \
     "    jmp tm_dlsym_with_caller\n"                               \
+    "5:  cmpb $0x6e, (%rsi)\n"                                     \
+    "    jne 4f\n"                                                 \
+    "    cmpb $0x76, 1(%rsi)\n"                                    \
+    "    je 3b\n"                                                  \
     "4:  jmp *%rax\n"                                              \
     "2:  pushq %rdi\n"                                             \
     "    .cfi_adjust_cfa_offset 8\n"                               \

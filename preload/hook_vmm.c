@@ -24,7 +24,7 @@ static void charge(tm_tier_id tier, uint64_t bytes, int sign)
 static bool choose_tier(tm_device *device, uint64_t bytes, const bool *excluded, tm_tier_id *tier)
 {
     tm_alloc_desc desc = { .size = bytes };
-    pthread_mutex_lock(&device->place_lock);
+    tm_device_place_lock(device);
     tm_tiers now;
     tm_device_tiers_now(device, &now);
     for (int t = 0; t < TM_TIER_COUNT; t++)
@@ -33,7 +33,7 @@ static bool choose_tier(tm_device *device, uint64_t bytes, const bool *excluded,
     bool found = tm_policy_place_whole(&device->policy, &now, &desc, !device->target.pinned_host, tier);
     if (found)
         charge(*tier, bytes, +1);
-    pthread_mutex_unlock(&device->place_lock);
+    tm_device_place_unlock(device);
     return found;
 }
 

@@ -12,6 +12,7 @@
 #include "preload/log.h"
 #include "preload/stats.h"
 #include "preload/submit_gate.h"
+#include "preload/tiermem.h"
 
 static pthread_mutex_t migrate_mutex = PTHREAD_MUTEX_INITIALIZER;
 uint32_t tm_migrate_pass = 1;
@@ -259,10 +260,7 @@ void tm_migrate_shutdown(void)
 
 /* ---------------------------------------------------------------- the exported entry */
 
-/* tiermem_migrate(address, bytes, "hbm" | "cxl" | "ddr"): moves the chunks of a range of
- * a chunked allocation to a tier, for tools and tests (libtiermem.so exports it). */
-__attribute__((visibility("default"))) CUresult tiermem_migrate(CUdeviceptr address, size_t bytes, const char *tier);
-
+/* tiermem_migrate (declared in the public tiermem.h): for tools and tests. */
 CUresult tiermem_migrate(CUdeviceptr address, size_t bytes, const char *tier)
 {
     tm_tier_id to;

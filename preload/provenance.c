@@ -7,6 +7,7 @@
 #include "preload/log.h"
 #include "preload/state.h"
 #include "preload/stats.h"
+#include "preload/stream_free.h"
 
 typedef struct copy_job {
     CUdeviceptr dst;
@@ -14,6 +15,9 @@ typedef struct copy_job {
     const tm_model_file *file;
     uint64_t offset;                /* file offset of the copy's first byte */
     bool synchronous;
+    CUstream stream;                /* of an asynchronous copy */
+    bool ptsz;
+    int capturing;                  /* -1 until asked: is `stream` capturing? */
     tm_device *device;
 } copy_job;
 
@@ -88,7 +92,12 @@ static void label_allocation(const tm_range *record, void *arg)
             continue;
         /* the copy writes every live byte of the chunk: what it held is dead */
         uint64_t chunk_live_end = chunk_start + chunk < live_end ? chunk_start + chunk : live_end;
-        bool whole = job->synchronous && from == chunk_start && end >= chunk_live_end;
+        bool whole = from == chunk_start && end >= chunk_live_end;
+        if (whole && !job->synchronous) { /* once the context synchronised, only capture keeps it unordered */
+            if (job->capturing < 0)
+                job->capturing = tm_stream_capturing(job->stream, job->ptsz);
+            whole = !job->capturing;
+        }
         if (whole && !synchronised) {
             synchronised = tm_real.cuCtxSynchronize() == CUDA_SUCCESS;
             whole = synchronised;
@@ -101,9 +110,10 @@ static void label_allocation(const tm_range *record, void *arg)
         publish_names(a, labels);
 }
 
-void tm_provenance_copy_slow(CUdeviceptr dst, const void *src, size_t bytes, bool synchronous)
+void tm_provenance_copy_slow(CUdeviceptr dst, const void *src, size_t bytes, bool synchronous, CUstream stream,
+                             bool ptsz)
 {
-    copy_job job = { .dst = dst, .synchronous = synchronous };
+    copy_job job = { .dst = dst, .synchronous = synchronous, .stream = stream, .ptsz = ptsz, .capturing = -1 };
     size_t valid;
     if (bytes == 0 || !tm_host_range_find(src, &job.file, &job.offset, &valid))
         return;

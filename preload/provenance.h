@@ -17,14 +17,25 @@
 
 /* Before a copy of `bytes` from host `src` to device `dst` is handed to the driver.
  * `synchronous`: the copy is ordered after all prior work (legacy default stream, not
- * captured), so chunks it overwrites whole may be replaced now. */
-void tm_provenance_copy_slow(CUdeviceptr dst, const void *src, size_t bytes, bool synchronous);
+ * captured); else it goes on `stream` (`ptsz`: the per-thread default stream form). Chunks
+ * a copy overwrites whole may be replaced now, after the context synchronised, unless its
+ * stream is capturing (checked only then). */
+void tm_provenance_copy_slow(CUdeviceptr dst, const void *src, size_t bytes, bool synchronous, CUstream stream,
+                             bool ptsz);
 
 /* The copy hooks' entry: one load and a branch while no host memory came from a file. */
 static inline void tm_provenance_copy(CUdeviceptr dst, const void *src, size_t bytes, bool synchronous)
 {
     if (tm_host_ranges_any())
-        tm_provenance_copy_slow(dst, src, bytes, synchronous);
+        tm_provenance_copy_slow(dst, src, bytes, synchronous, NULL, false);
+}
+
+/* The same for an asynchronous copy on `stream`. */
+static inline void tm_provenance_copy_async(CUdeviceptr dst, const void *src, size_t bytes, CUstream stream,
+                                            bool ptsz)
+{
+    if (tm_host_ranges_any())
+        tm_provenance_copy_slow(dst, src, bytes, false, stream, ptsz);
 }
 
 #endif /* TM_PRELOAD_PROVENANCE_H */

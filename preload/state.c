@@ -8,7 +8,9 @@
 #include "policy/units.h"
 #include "preload/alloc.h"
 #include "preload/device.h"
+#include "preload/device_plan.h"
 #include "preload/heat.h"
+#include "preload/ledger.h"
 #include "preload/log.h"
 #include "preload/migrate.h"
 #include "preload/model_files.h"
@@ -16,6 +18,7 @@
 #include "preload/registry.h"
 #include "preload/stats.h"
 #include "preload/stream_free.h"
+#include "preload/stream_ring.h"
 #include "preload/submit_gate.h"
 #include "preload/vmm_handles.h"
 
@@ -52,9 +55,12 @@ static void after_fork_in_child(void)
     tm_stream_free_forget_in_child();
     tm_stats_forget_in_child();
     tm_device_forget_in_child();
+    tm_device_plan_forget_in_child();
+    tm_ledger_forget_in_child();
     tm_gate_reinit_in_child();
     tm_migrate_forget_in_child();
     tm_rebalancer_forget_in_child();
+    tm_stream_ring_forget_in_child();
 }
 
 /* ---------------------------------------------------------------- start-up */
@@ -121,7 +127,9 @@ static void at_exit(void)
         return; /* a fork child that never allocated: the parent's memory is not its own */
     tm_rebalancer_stop();
     tm_stream_free_finish(NULL, true);
+    tm_stream_ring_stop();
     tm_release_all_at_exit();
+    tm_ledger_leave();
     tm_migrate_shutdown();
     log_exit_summary();
     tm_stats_close();

@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "preload/ledger.h"
 #include "preload/log.h"
 
 /* ---------------------------------------------------------------- private fallback */
@@ -288,6 +289,7 @@ void tm_stats_open(const tm_config *config, const tm_stats_setup *setup)
 void tm_stats_tier_add(tm_tier_id tier, int64_t bytes, int64_t chunks)
 {
     tm_stats_tier *t = &tm_stats->tier[tier];
+    tm_ledger_add(tier, bytes); /* lower tiers: the share other processes see */
     uint64_t used = __atomic_add_fetch(&t->used, (uint64_t)bytes, __ATOMIC_RELAXED);
     __atomic_fetch_add(&t->chunks, (uint64_t)chunks, __ATOMIC_RELAXED);
     uint64_t peak = __atomic_load_n(&t->peak, __ATOMIC_RELAXED);

@@ -18,6 +18,11 @@ if [ "$SAN" = 1 ]; then
 fi
 logs=$O/test-logs
 mkdir -p "$logs"
+# Processes of one user share lower-tier budgets through a ledger in /dev/shm: each run of
+# the tests gets its own, so runs in other checkouts never count against these.
+ledger_dir=$(mktemp -d)
+trap 'rm -rf "$ledger_dir"' EXIT
+export TIERMEM_LEDGER=${TIERMEM_LEDGER:-$ledger_dir/ledger}
 passed=0 failed=0 skipped=0
 failures=()
 for t in "$@"; do

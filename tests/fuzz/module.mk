@@ -19,13 +19,15 @@ FUZZ_CFLAGS    := -std=gnu11 -g -O1 -D_GNU_SOURCE -I. $(CUDA_CPPFLAGS) -fsanitiz
 FUZZ_ENGINE    := engine/error.c engine/gguf.c engine/tokenizer.c engine/tokenizer_spm.c \
                   engine/tokenizer_bpe.c engine/tokenizer_pre.c engine/model_config.c
 
-FUZZ_gguf_SRCS  := tests/fuzz/fuzz_gguf.c $(FUZZ_ENGINE) engine/weights.c engine/driver.c kernels/fatbin_embed.S
-FUZZ_model_SRCS := tests/fuzz/fuzz_model.c $(FUZZ_ENGINE) engine/weights.c engine/model.c engine/kv_cache.c \
-                   engine/kv_prefix.c
+FUZZ_LOAD      := engine/load.c engine/load_stream.c engine/load_uring.c engine/load_pread.c engine/load_progress.c
+FUZZ_gguf_SRCS  := tests/fuzz/fuzz_gguf.c $(FUZZ_ENGINE) engine/weights.c $(FUZZ_LOAD) engine/driver.c \
+                   kernels/fatbin_embed.S
+FUZZ_model_SRCS := tests/fuzz/fuzz_model.c $(FUZZ_ENGINE) engine/weights.c $(FUZZ_LOAD) engine/model.c \
+                   engine/kv_cache.c engine/kv_prefix.c
 FUZZ_stats_SRCS := tests/fuzz/fuzz_stats.c tools/tiermem-stat/stats_read.c tools/tiermem-stat/heat_view.c \
                    policy/heat.c
-FUZZ_gguf_LIBS  := -lpcre2-8
-FUZZ_model_LIBS := -lpcre2-8
+FUZZ_gguf_LIBS  := -lpcre2-8 -luring
+FUZZ_model_LIBS := -lpcre2-8 -luring
 FUZZ_gguf_CORPUS  := tests/fuzz/corpus
 FUZZ_model_CORPUS := tests/fuzz/corpus
 FUZZ_stats_CORPUS := tests/fuzz/corpus-stats

@@ -1,2 +1,3 @@
 # Integration: the engine under the interposer on simcuda (what `make demo` shows, asserted).
-TEST_SCRIPTS += tests/integration/test_tiered_engine.sh tests/integration/test_demo.sh tests/integration/test_heat_policy.sh
+TEST_SCRIPTS += tests/integration/test_tiered_engine.sh tests/integration/test_demo.sh tests/integration/test_heat_policy.sh \
+                tests/integration/test_stream.sh

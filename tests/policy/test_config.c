@@ -179,6 +179,7 @@ static void test_good_values(void **state)
     setenv("TIERMEM_DISABLE", "0", 1);
     setenv("TIERMEM_HEAT", "launch", 1);
     setenv("TIERMEM_HEAT_HALFLIFE", "250ms", 1);
+    setenv("TIERMEM_STREAM", "off", 1);
     tm_config c;
     int invalid;
     char *errors = load(&c, &invalid);
@@ -193,6 +194,7 @@ static void test_good_values(void **state)
     assert_int_equal(c.ddr_node, 0);
     assert_int_equal(c.min_tiered, 4 << 20);
     assert_int_equal(c.policy, TM_POLICY_HEAT);
+    assert_int_equal(c.stream, TM_STREAM_OFF);
     assert_int_equal(c.migrate_rate, 1 << 30);
     assert_int_equal(c.order.count, 2);
     assert_int_equal(c.order.tier[1], TM_TIER_DDR);
@@ -253,6 +255,26 @@ static void test_disable_and_stats_off(void **state)
     free(errors);
 }
 
+static void test_group_and_ledger(void **state)
+{
+    (void)state;
+    clear_tiermem_environment();
+    setenv("TIERMEM_GROUP", "gpu-users", 1);
+    setenv("TIERMEM_LEDGER", "/dev/shm/team-ledger", 1);
+    tm_config c;
+    int invalid;
+    char *errors = load(&c, &invalid);
+    assert_int_equal(invalid, 0);
+    assert_string_equal(c.group, "gpu-users");
+    assert_string_equal(c.ledger_path, "/dev/shm/team-ledger");
+    assert_false(c.ledger_off);
+    free(errors);
+    setenv("TIERMEM_LEDGER", "OFF", 1);
+    errors = load(&c, &invalid);
+    assert_true(c.ledger_off);
+    free(errors);
+}
+
 /* ---------------------------------------------------------------- bad values */
 
 typedef struct bad_case {
@@ -296,6 +318,10 @@ static const bad_case bad_cases[] = {
     { "TIERMEM_HEAT_HALFLIFE", "10h", "a duration above 0" },
     { "TIERMEM_HEAT_HALFLIFE", "-5s", "a duration above 0" },
     { "TIERMEM_HEAT_HALFLIFE", "99999999999999m", "a duration above 0" },
+    { "TIERMEM_GROUP", "-staff", "a Unix group name or id" },
+    { "TIERMEM_GROUP", "a group", "a Unix group name or id" },
+    { "TIERMEM_GROUP", "abcdefghijklmnopqrstuvwxyz0123456", "of up to 32" },
+    { "TIERMEM_STREAM", "yes", "auto, on or off" },
     { "TIERMEM_STATS", "", NULL }, /* empty is "not set": no error (checked below) */
 };
 
@@ -331,8 +357,8 @@ static void test_long_paths_rejected(void **state)
     memset(long_path, 'a', sizeof long_path - 1);
     long_path[0] = '/';
     long_path[sizeof long_path - 1] = '\0';
-    static const char *const names[] = { "TIERMEM_LOG_FILE", "TIERMEM_STATS", "TIERMEM_DRIVER" };
-    for (size_t i = 0; i < 3; i++) {
+    static const char *const names[] = { "TIERMEM_LOG_FILE", "TIERMEM_STATS", "TIERMEM_DRIVER", "TIERMEM_LEDGER" };
+    for (size_t i = 0; i < 4; i++) {
         clear_tiermem_environment();
         setenv(names[i], long_path, 1);
         tm_config c;
@@ -398,6 +424,7 @@ int main(void)
         cmocka_unit_test_setup(test_good_values, setup),
         cmocka_unit_test(test_name_rules),
         cmocka_unit_test_setup(test_disable_and_stats_off, setup),
+        cmocka_unit_test_setup(test_group_and_ledger, setup),
         cmocka_unit_test_setup(test_each_bad_value, setup),
         cmocka_unit_test_setup(test_long_paths_rejected, setup),
         cmocka_unit_test_setup(test_control_characters_stay_on_one_line, setup),

@@ -107,13 +107,20 @@ static void test_meminfo_views(void **state)
     /* the device has 16 GiB, 15 GiB free; the limit is 1 GiB */
     tm_meminfo(&t, &tm_default_tier_order, TM_MEMINFO_PHYSICAL, 15 * TM_GIB, 16 * TM_GIB, &free, &total);
     assert_int_equal(total, TM_GIB);
-    assert_int_equal(free, TM_GIB - 300 * TM_MIB);
+    assert_int_equal(free, TM_GIB - 300 * TM_MIB - 64 * TM_MIB); /* the reserve is not for chunks */
     tm_meminfo(&t, &tm_default_tier_order, TM_MEMINFO_VIRTUAL, 15 * TM_GIB, 16 * TM_GIB, &free, &total);
     assert_int_equal(total, TM_GIB + 512 * TM_MIB + 256 * TM_MIB);
     assert_int_equal(free, (TM_GIB - 300 * TM_MIB) + 412 * TM_MIB + 256 * TM_MIB);
     /* the driver has less free than the limit leaves: its answer wins */
     tm_meminfo(&t, &tm_default_tier_order, TM_MEMINFO_PHYSICAL, 100 * TM_MIB, 16 * TM_GIB, &free, &total);
-    assert_int_equal(free, 100 * TM_MIB);
+    assert_int_equal(free, 100 * TM_MIB - 64 * TM_MIB);
+    /* every total comes from the limits alone: usage never moves it */
+    for (tm_meminfo_view view = TM_MEMINFO_PHYSICAL; view <= TM_MEMINFO_AVAILABLE; view++) {
+        tm_meminfo(&t, &tm_default_tier_order, view, 15 * TM_GIB, 16 * TM_GIB, &free, &total);
+        assert_int_equal(total, tm_meminfo_total(&t, &tm_default_tier_order, view, 16 * TM_GIB));
+        tm_tiers idle = make_tiers();
+        assert_int_equal(total, tm_meminfo_total(&idle, &tm_default_tier_order, view, 16 * TM_GIB));
+    }
     /* a tier left out of the order is not part of the virtual view */
     tm_tier_order hbm_ddr;
     assert_true(tm_tier_order_parse("hbm,ddr", &hbm_ddr));

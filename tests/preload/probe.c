@@ -4,7 +4,8 @@
  *   probe pieces TOTAL PIECE [HOLD_FILE]  allocate TOTAL bytes in PIECE-sized cuMemAlloc
  *                                         pieces, fill, run a kernel, check every byte; with
  *                                         HOLD_FILE, print "ready" and wait for that file
- *   probe meminfo SIZE...                 cuMemGetInfo/cuDeviceTotalMem before, after each
+ *   probe meminfo SIZE...                 cuDeviceTotalMem before any context ("before DEVTOTAL"),
+ *                                         then cuMemGetInfo/cuDeviceTotalMem in one, after each
  *                                         allocation and after freeing ("info FREE TOTAL DEVTOTAL")
  *   probe attrs SIZE                      address range and pointer attributes of an allocation
  *   probe vmm SIZE COUNT                  the program's own cuMemCreate at the device, mapped
@@ -98,6 +99,12 @@ static void print_info(void)
 
 static int run_meminfo(int argc, char **argv)
 {
+    CUdevice device;
+    size_t before_total;
+    CHECK(cuInit(0));
+    CHECK(cuDeviceGet(&device, 0));
+    CHECK(cuDeviceTotalMem(&before_total, device));
+    printf("before %zu\n", before_total);
     probe_init();
     print_info();
     CUdeviceptr p[16];

@@ -16,19 +16,29 @@ avail=$(under_tiermem "${SIM[@]}" TIERMEM_HBM_LIMIT=256M TIERMEM_CXL_NODE=1 TIER
 virt=$(under_tiermem "${SIM[@]}" TIERMEM_HBM_LIMIT=256M TIERMEM_CXL_NODE=1 TIERMEM_CXL_LIMIT=1G \
        TIERMEM_DDR_LIMIT=256M TIERMEM_MEMINFO=virtual -- "$PROBE" meminfo 64M 600M 2>&1)
 plain=$(without_tiermem "${SIM[@]}" -- "$PROBE" meminfo 64M 2>&1)
-check_eq "physical view at start: free and total are the HBM limit" "$(lines "$phys" 1)" \
-  "info $((256 * MIB)) $((256 * MIB)) $((256 * MIB))"
-check_eq "physical view after 64 MiB" "$(lines "$phys" 2)" "info $((192 * MIB)) $((256 * MIB)) $((256 * MIB))"
+check_eq "physical view at start: the HBM limit, free less the 4 MiB reserve chunks may not use" \
+  "$(lines "$phys" 1)" "info $((252 * MIB)) $((256 * MIB)) $((256 * MIB))"
+check_eq "physical view after 64 MiB" "$(lines "$phys" 2)" "info $((188 * MIB)) $((256 * MIB)) $((256 * MIB))"
 # 600 MiB more: HBM takes what the 4 MiB reserve leaves (188 MiB), the rest spills
-check_eq "physical view after 600 MiB more: only the reserve is free" "$(lines "$phys" 3)" \
-  "info $((4 * MIB)) $((256 * MIB)) $((256 * MIB))"
+check_eq "physical view after 600 MiB more: nothing a chunked allocation could take is free" \
+  "$(lines "$phys" 3)" "info 0 $((256 * MIB)) $((256 * MIB))"
 check_eq "physical view after freeing everything" "$(lines "$phys" 4)" "$(lines "$phys" 1)"
+# One view: cuDeviceTotalMem before any context, and every total inside one, agree.
+same_totals() { # same_totals OUTPUT: "before" and every total of the "info" lines, once each
+  { grep '^before ' <<<"$1" | cut -d' ' -f2; grep '^info ' <<<"$1" | cut -d' ' -f3,4 | tr ' ' '\n'; } | sort -u | tr '\n' ' '
+}
+check_eq "physical view: cuDeviceTotalMem before a context is the total in it, and never changes" \
+  "$(same_totals "$phys")" "$((256 * MIB)) "
+check_eq "virtual view: cuDeviceTotalMem before a context is HBM plus the lower tiers already" \
+  "$(same_totals "$virt")" "$((1536 * MIB)) "
+check_eq "available view: the same total before and inside a context" "$(same_totals "$avail")" "$((256 * MIB)) "
 check_eq "virtual view at start: HBM plus the CXL and DDR limits" "$(lines "$virt" 1)" \
   "info $((1536 * MIB)) $((1536 * MIB)) $((1536 * MIB))"
 check_eq "virtual view after 664 MiB" "$(lines "$virt" 3)" "info $((872 * MIB)) $((1536 * MIB)) $((1536 * MIB))"
 check_eq "available view (the default) after 664 MiB: HBM full of chunks that can move down, all free" \
   "$(lines "$avail" 3)" "info $((256 * MIB)) $((256 * MIB)) $((256 * MIB))"
-check_eq "available view after freeing everything" "$(lines "$avail" 4)" "$(lines "$phys" 1)"
+check_eq "available view after freeing everything: HBM's limit, all free" "$(lines "$avail" 4)" \
+  "info $((256 * MIB)) $((256 * MIB)) $((256 * MIB))"
 check_eq "without the interposer the driver's own answer" "$(lines "$plain" 1)" \
   "info $((512 * MIB)) $((512 * MIB)) $((512 * MIB))"
 

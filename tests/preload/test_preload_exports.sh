@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
-# libtiermem.so exports exactly the hooked driver symbols of preload/hooks.def, dlsym in
+# libtiermem.so exports exactly the hooked driver symbols of preload/hooks.def, NVML's two
+# memory calls, dlsym in
 # glibc's two versions, the file calls of hook_file.c at glibc's base version and
-# tiermem_migrate; every hook names a symbol the driver has.
+# tiermem_migrate and tiermem_note_file_read; every hook names a symbol the driver has.
 source "$(dirname "$0")/../lib/tap.sh"
 source "$(dirname "$0")/preload_lib.sh"
 
 hooks=$(grep -oE '^HOOK\(cu[A-Za-z0-9_]+' "$TM_ROOT/preload/hooks.def" | sed 's/HOOK(//' | sort)
 exported=$(nm -D --defined-only "$LIBTIERMEM" | awk '$2 != "A" { print $3 }' | sed 's/@.*//' | sort)
 file_calls="open open64 openat openat64 close read pread pread64 readv preadv preadv64 mmap mmap64 munmap"
-check_eq "the exported functions are the hooks, dlsym, the file calls and tiermem_migrate" "$exported" \
-  "$(printf '%s\n' "$hooks" dlsym dlsym $file_calls tiermem_migrate | sort)"
+nvml_calls="nvmlDeviceGetMemoryInfo nvmlDeviceGetMemoryInfo_v2"
+check_eq "the exported functions are the hooks, NVML's memory calls, dlsym, the file calls, tiermem_migrate and tiermem_note_file_read" \
+  "$exported" "$(printf '%s\n' "$hooks" $nvml_calls dlsym dlsym $file_calls tiermem_migrate tiermem_note_file_read | sort)"
 for f in $file_calls; do
   check "$f is exported as $f@@GLIBC_2.2.5" grep -q " $f@@GLIBC_2.2.5\$" <<<"$(nm -D --defined-only "$LIBTIERMEM")"
 done

@@ -209,6 +209,9 @@ first=${PROFILES%% *}
   done
 } | tee -a "$TABLE"
 
+# ------------------------------------------------------------------ zero-copy against streaming
+O=$O "$ROOT/tools/bench-tiering/bench-stream.sh" | tee -a "$TABLE"
+
 # ------------------------------------------------------------------ tier occupancy over time
 # The 1.75x model decoding at batch 16 under each policy, its stats region sampled.
 OCC=$OUT/tiering-occupancy.tsv

@@ -28,3 +28,17 @@ $(SIMCUDA_LIB): $(SIMCUDA_OBJS)
 
 LIBS += $(SIMCUDA_LIB)
 INSTALL_FILES += $(SIMCUDA_LIB):lib/tiermem/simcuda/libcuda.so.1 tools/simcuda/simcuda.h:include/tiermem/simcuda.h
+
+# simcuda's NVML: build/lib/simcuda/libnvidia-ml.so.1 (+ libnvidia-ml.so link), the same
+# emulated device as libcuda.so.1, whose memory it reads (simcuda's flags above apply).
+SIMCUDA_NVML := $(SIMCUDA_DIR)/libnvidia-ml.so.1
+SIMCUDA_NVML_OBJS := $(O)/obj/tools/simcuda/nvml/nvml.o
+
+$(SIMCUDA_NVML): $(SIMCUDA_NVML_OBJS) $(SIMCUDA_LIB)
+	@mkdir -p $(@D)
+	$(CC) -shared -Wl,-soname,libnvidia-ml.so.1 -Wl,-z,defs $(LDFLAGS) -o $@ $(SIMCUDA_NVML_OBJS) \
+	  -L$(SIMCUDA_DIR) -lcuda -lpthread
+	ln -sf libnvidia-ml.so.1 $(SIMCUDA_DIR)/libnvidia-ml.so
+
+LIBS += $(SIMCUDA_NVML)
+INSTALL_FILES += $(SIMCUDA_NVML):lib/tiermem/simcuda/libnvidia-ml.so.1

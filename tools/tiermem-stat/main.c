@@ -3,6 +3,7 @@
  *   tiermem-stat [--json|--prometheus] [--heat] [--watch] [--interval SECONDS] [--count N] PID|PATH
  *   tiermem-stat --serve [HOST:]PORT PID|PATH
  *   tiermem-stat --gc
+ *   tiermem-stat --ledger [PATH]
  *   tiermem-stat
  *
  * PID reads /dev/shm/tiermem.PID; a PATH reads a region kept with TIERMEM_STATS=PATH.
@@ -15,7 +16,8 @@
  * interval (default 1 s) until the process exits; --count stops after N prints. A PID's
  * region must belong to the user the process runs as. --gc removes the regions of
  * processes that are gone (killed before they could). With no argument, every live
- * process under libtiermem.so gets one line.
+ * process under libtiermem.so gets one line. --ledger prints the ledger the processes of
+ * this user (or PATH's group) share their lower-tier budgets through (ledger_view.c).
  * Exit status: 0, 1 bad arguments, 2 no readable region. */
 #include <errno.h>
 #include <getopt.h>
@@ -28,6 +30,7 @@
 
 #include "policy/units.h"
 #include "tools/tiermem-stat/gc.h"
+#include "tools/tiermem-stat/ledger_view.h"
 #include "tools/tiermem-stat/list.h"
 #include "tools/tiermem-stat/prometheus.h"
 #include "tools/tiermem-stat/stats_read.h"
@@ -238,6 +241,7 @@ static void usage(FILE *to)
     fprintf(to, "usage: tiermem-stat [--json|--prometheus] [--heat] [--watch] [--interval SECONDS] [--count N] PID|PATH\n"
                 "       tiermem-stat --serve [HOST:]PORT PID|PATH\n"
                 "       tiermem-stat --gc\n"
+                "       tiermem-stat --ledger [PATH]   (the lower-tier bytes tiermem processes share)\n"
                 "       tiermem-stat            (every live process under libtiermem.so)\n");
 }
 
@@ -258,9 +262,10 @@ int main(int argc, char **argv)
         { "interval", required_argument, NULL, 'i' }, { "count", required_argument, NULL, 'n' },
         { "heat", no_argument, NULL, 'H' },     { "gc", no_argument, NULL, 'g' },
         { "prometheus", no_argument, NULL, 'P' }, { "serve", required_argument, NULL, 'S' },
-        { "help", no_argument, NULL, 'h' },     { NULL, 0, NULL, 0 },
+        { "ledger", no_argument, NULL, 'L' },   { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
     };
-    bool json = false, watch = false, gc = false, by_heat = false, prometheus = false;
+    bool json = false, watch = false, gc = false, by_heat = false, prometheus = false, ledger = false;
     const char *serve = NULL;
     double interval = 1.0;
     long count = -1;
@@ -287,10 +292,13 @@ int main(int argc, char **argv)
             }
             break;
         case 'g': gc = true; break;
+        case 'L': ledger = true; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 1;
         }
     }
+    if (ledger && optind >= argc - 1)
+        return tm_ledger_print(optind < argc ? argv[optind] : NULL);
     if (gc && optind == argc) {
         printf("tiermem-stat: %d regions removed\n", tm_stats_gc("/dev/shm"));
         return 0;

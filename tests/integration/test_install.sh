@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# `make install` into a staging root: the libraries, programs, public header, pkg-config
+# file and manual pages land where they belong; the pages format without a warning; the
+# pkg-config file validates and gives flags that compile a program against the header.
+source "$(dirname "$0")/../lib/tap.sh"
+STAGE=$(mktemp -d)
+trap 'rm -rf "$STAGE"' EXIT
+PREFIX=/usr/local
+
+out=$(make -s --no-print-directory -C "$TM_ROOT" install O="$O" SAN="${SAN:-0}" PREFIX=$PREFIX DESTDIR="$STAGE" 2>&1)
+check_eq "make install DESTDIR=... succeeds" "$?" 0
+ROOT=$STAGE$PREFIX
+for f in lib/libtiermem.so bin/tiermem-stat bin/tiermem-llm include/tiermem/tiermem.h lib/pkgconfig/libtiermem.pc \
+         share/man/man7/libtiermem.7 share/man/man1/tiermem-stat.1 share/man/man1/tiermem-llm.1 \
+         lib/tiermem/simcuda/libcuda.so.1 lib/tiermem/simcuda/libnvidia-ml.so.1; do
+  check "installs $f" test -f "$ROOT/$f"
+done
+
+for page in man7/libtiermem.7 man1/tiermem-stat.1 man1/tiermem-llm.1; do
+  warnings=$(LC_ALL=C.UTF-8 groff -man -Tutf8 -ww -z "$ROOT/share/man/$page" 2>&1)
+  check_eq "groff -man -ww formats $page without a warning" "$warnings" ""
+  name=$(basename "$page"); name=${name%.*}
+  check "man -l $page renders its NAME section" \
+    grep -q "^ *$name - " <<<"$(MANWIDTH=200 LC_ALL=C.UTF-8 man -l "$ROOT/share/man/$page" 2>/dev/null | sed 's/\x1b\[[0-9;]*m//g; s/.\x08//g')"
+done
+
+# --define-prefix: the prefix is where the file was staged (the CUDA path stays as built)
+export PKG_CONFIG_PATH=$ROOT/lib/pkgconfig
+check "pkg-config --validate libtiermem" pkg-config --validate libtiermem
+check_eq "the installed file names the prefix it was built for" "$(pkg-config --variable=prefix libtiermem)" "$PREFIX"
+pc() { pkg-config --define-prefix "$@" libtiermem | sed 's/ *$//'; }
+check_eq "pkg-config --libs libtiermem, staged" "$(pc --libs)" "-L$ROOT/lib -ltiermem"
+check "the public header compiles with pkg-config's flags" \
+  sh -c "printf '#include <tiermem/tiermem.h>\nint main(void) { CUresult (*f)(CUdeviceptr, size_t, const char *) = tiermem_migrate; return f != 0; }\n' |
+         ${CC:-cc} -std=gnu11 -Wall -Werror $(pc --cflags) -x c - -o '$STAGE/uses_header' $(pc --libs)"
+check "libtiermem.so defines the header's function" grep -q ' T tiermem_migrate' <<<"$(nm -D --defined-only "$ROOT/lib/libtiermem.so")"
+done_testing

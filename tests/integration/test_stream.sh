@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# The heat policy's staging ring on the engine, unmodified: with a model 1.75 times the
+# device, spilled weights stream through the ring and the tokens stay those of an
+# all-in-HBM run (f32 and fp8 KV, synchronous and asynchronous streams); a long batched
+# run under asynchronous streams, with the rebalancer migrating as well, dumps the same
+# logits bit for bit (every weight byte every kernel read, checked); a driver call failed
+# mid-stream stops streaming with one line and the same tokens; nothing streams when the
+# model fits, when the ring would be a large share of HBM (TIERMEM_STREAM=auto) or with
+# TIERMEM_STREAM=off.
+source "$(dirname "$0")/../lib/tap.sh"
+
+llm=$B/bin/tiermem-llm
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+export LD_LIBRARY_PATH=$B/lib/simcuda
+preload=$(preload_value "$B/lib/libtiermem.so")
+ids() { sed -n 's/^tiermem-llm: seq 0 generated ids: //p' "$1"; }
+streamed() { sed -n 's/^tiermem: exit: stream: \([0-9]*\) chunks streamed.*/\1/p' "$1"; }
+heat=(TIERMEM_POLICY=heat TIERMEM_LOG=info SIMCUDA_LOG=info LD_PRELOAD="$preload")
+# the ring's 4 MiB are a third of this small device: `auto` would not take it, `on` does
+on=(TIERMEM_STREAM=on "${heat[@]}")
+
+# 21 MiB of f32 weights (6 layers of 768 KiB matrices) on a 12 MiB device.
+"$B/bin/tiermem-mkmodel" -o "$T/m.gguf" --layers 6 --vocab 1913 --dim 256 --heads 4 --kv-heads 1 --ffn 768 \
+  --type f32 --seed 5 > "$T/mk.log" 2>&1
+check "test model generated" test -s "$T/m.gguf"
+
+for kv in f32 fp8_e4m3; do
+  SIMCUDA_MEM=1G "$llm" -m "$T/m.gguf" -p "Once upon a time" -n 24 --kv-dtype $kv --kv-blocks 64 -v > /dev/null 2> "$T/ref-$kv.err"
+  check "$kv KV: the reference generated tokens" test -n "$(ids "$T/ref-$kv.err")"
+  for async in 0 1; do
+    env SIMCUDA_MEM=12M SIMCUDA_ASYNC=$async "${on[@]}" "$llm" -m "$T/m.gguf" -p "Once upon a time" -n 24 \
+      --kv-dtype $kv --kv-blocks 64 -v > /dev/null 2> "$T/s-$kv-$async.err"
+    check_eq "$kv KV, SIMCUDA_ASYNC=$async: exit 0" "$?" 0
+    check "$kv KV, SIMCUDA_ASYNC=$async: chunks streamed through the ring" test "$(streamed "$T/s-$kv-$async.err")" -gt 100
+    check_eq "$kv KV, SIMCUDA_ASYNC=$async: the same tokens as all in HBM" \
+      "$(ids "$T/s-$kv-$async.err")" "$(ids "$T/ref-$kv.err")"
+    check "$kv KV, SIMCUDA_ASYNC=$async: nothing leaked" \
+      grep -q '^simcuda: exit: 0 physical allocations and 0 address reservations live' "$T/s-$kv-$async.err"
+  done
+done
+check "the copies went through the copy engine, host to device" \
+  grep -q '^simcuda: exit: copied host-numa -> device: [1-9]' "$T/s-f32-0.err"
+
+# Stress: 4 sequences, 64 steps, asynchronous streams, the rebalancer moving chunks too.
+printf 'Once upon a time\nThe little dog\nA girl named Lily\nIn the park\n' > "$T/prompts"
+SIMCUDA_MEM=1G "$llm" -m "$T/m.gguf" --prompts-file "$T/prompts" -n 64 --kv-dtype f32 --kv-blocks 64 \
+  --dump-logits "$T/ref.logits" > /dev/null 2>&1
+env SIMCUDA_MEM=12M SIMCUDA_ASYNC=1 TIERMEM_HEAT_HALFLIFE=1s "${on[@]}" "$llm" -m "$T/m.gguf" \
+  --prompts-file "$T/prompts" -n 64 --kv-dtype f32 --kv-blocks 64 --dump-logits "$T/stress.logits" > /dev/null 2> "$T/stress.err"
+check_eq "stress: exit 0" "$?" 0
+check "stress: thousands of chunks streamed" test "$(streamed "$T/stress.err")" -gt 2000
+check "stress: the reference dumped logits" test -s "$T/ref.logits"
+check "stress: every logit of every step bit for bit the reference's" cmp -s "$T/ref.logits" "$T/stress.logits"
+check "stress: nothing leaked" \
+  grep -q '^simcuda: exit: 0 physical allocations and 0 address reservations live' "$T/stress.err"
+
+# A driver call failing inside streaming: one line, streaming stops, the tokens stay right.
+for fault in cuMemMap:200 cuMemcpyDtoDAsync_v2:60 cuEventSynchronize:40 cuMemSetAccess:200; do
+  env SIMCUDA_MEM=12M SIMCUDA_FAIL=$fault:CUDA_ERROR_UNKNOWN "${on[@]}" "$llm" -m "$T/m.gguf" \
+    -p "Once upon a time" -n 24 --kv-dtype f32 --kv-blocks 64 -v > /dev/null 2> "$T/fail.err"
+  check_eq "SIMCUDA_FAIL=$fault: exit 0, the same tokens" "$? $(ids "$T/fail.err")" "0 $(ids "$T/ref-f32.err")"
+  check_eq "SIMCUDA_FAIL=$fault: one line says streaming stopped" \
+    "$(grep -c '^tiermem: warning: streaming stops: ' "$T/fail.err")" 1
+  check "SIMCUDA_FAIL=$fault: nothing leaked" \
+    grep -q '^simcuda: exit: 0 physical allocations and 0 address reservations live' "$T/fail.err"
+done
+
+# Everything fits in HBM: the ring is set up, nothing streams, nothing is read in place.
+env SIMCUDA_MEM=1G "${heat[@]}" "$llm" -m "$T/m.gguf" -p "Once upon a time" -n 24 --kv-dtype f32 --kv-blocks 64 -v \
+  > /dev/null 2> "$T/fits.err"
+check_eq "the model fits: nothing streamed, the same tokens" \
+  "$(grep -o 'stream: 0 chunks streamed (0 B copied), 0 read in place' "$T/fits.err") $(ids "$T/fits.err")" \
+  "stream: 0 chunks streamed (0 B copied), 0 read in place $(ids "$T/ref-f32.err")"
+check "the model fits: no copy from a lower tier" bash -c "! grep -q 'copied host-numa -> device' '$T/fits.err'"
+
+# TIERMEM_STREAM=auto (the default) on this small device: one line says why there is no ring.
+env SIMCUDA_MEM=12M "${heat[@]}" "$llm" -m "$T/m.gguf" -p "Once upon a time" -n 24 --kv-dtype f32 --kv-blocks 64 -v \
+  > /dev/null 2> "$T/auto.err"
+check "TIERMEM_STREAM=auto on a 12 MiB device: no ring, and one line says why" \
+  grep -q '^tiermem: policy heat: spilled chunks are read in place, not streamed (its 4 MiB would be more than 1/16 of HBM; TIERMEM_STREAM=on streams anyway)' "$T/auto.err"
+check_eq "TIERMEM_STREAM=auto on a 12 MiB device: the same tokens" "$(ids "$T/auto.err")" "$(ids "$T/ref-f32.err")"
+
+# TIERMEM_STREAM=off: one line says so; spilled chunks are read in place.
+env SIMCUDA_MEM=12M TIERMEM_STREAM=off "${heat[@]}" "$llm" -m "$T/m.gguf" -p "Once upon a time" -n 24 \
+  --kv-dtype f32 --kv-blocks 64 -v > /dev/null 2> "$T/off.err"
+check "TIERMEM_STREAM=off: one line says spilled chunks are read in place" \
+  grep -q '^tiermem: policy heat: spilled chunks are read in place, not streamed (TIERMEM_STREAM=off)' "$T/off.err"
+check_eq "TIERMEM_STREAM=off: the same tokens, no stream line" \
+  "$(ids "$T/off.err") $(grep -c 'exit: stream:' "$T/off.err")" "$(ids "$T/ref-f32.err") 0"
+done_testing
