@@ -53,6 +53,9 @@ $(PRELOAD_TEST_DIR)/serving: $(O)/obj/tests/preload/serving.o $(O)/obj/tests/pre
 
 $(PRELOAD_TEST_DIR)/ipc_peer: $(O)/obj/tests/preload/ipc_peer.o $(O)/obj/tests/preload/probe_util.o \
     $(O)/lib/simcuda/libcuda.so.1 | $(PRELOAD_TEST_KERNELS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) $(filter %.o,$^) -o $@ $(PRELOAD_TEST_LINK)
+
 NVML_VIEW_OBJS := $(O)/obj/tests/preload/nvml_view.o $(O)/obj/tests/preload/probe_util.o
 
 $(PRELOAD_TEST_DIR)/nvml_linked: $(O)/obj/tests/preload/nvml_linked.o $(NVML_VIEW_OBJS) \
