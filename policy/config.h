@@ -48,6 +48,7 @@ typedef enum tm_ipc_mode {
     TM_IPC_PASSTHROUGH,      /* what fits in HBM stays plain driver memory, shareable with any
                               * process; only what spills is chunked */
 } tm_ipc_mode;
+
 /* Whether the heat policy streams spilled weights through an HBM ring (TIERMEM_STREAM). */
 typedef enum tm_stream_mode {
     TM_STREAM_AUTO = 0,      /* when the ring is a small share of HBM (TM_STREAM_AUTO_SHARE) */
