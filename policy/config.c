@@ -193,6 +193,17 @@ static bool parse_log(const char *value, tm_config *config)
     return true;
 }
 
+static const char *const ipc_mode_names[] = { "tiermem", "passthrough" };
+
+static bool parse_ipc(const char *value, tm_config *config)
+{
+    int mode = parse_word(value, ipc_mode_names, TM_IPC_TIERMEM, TM_IPC_PASSTHROUGH);
+    if (mode < 0)
+        return false;
+    config->ipc = (tm_ipc_mode)mode;
+    return true;
+}
+
 /* "off", or a path. */
 static bool parse_off_or_path(const char *value, bool *off, char *path)
 {
@@ -252,8 +263,10 @@ static const variable variables[] = {
     { "TIERMEM_MIGRATE_RATE", parse_migrate_rate, "a size per second, e.g. 4G (0: chunks never move)" },
     { "TIERMEM_RULES", parse_rules,
       "comma-separated MATCH=TIER rules, MATCH being size>=N or size<N with N a size, or name=GLOB "
-      "over tensor names, TIER one of hbm, cxl, ddr (e.g. name=token_embd.weight=ddr,size>=1G=cxl)" },
+      "over tensor names, TIER one of hbm, cxl, ddr, or plain after a size match (plain driver memory, "
+      "never chunked) (e.g. name=token_embd.weight=ddr,size>=1G=cxl)" },
     { "TIERMEM_MEMINFO", parse_meminfo, "available, physical or virtual" },
+    { "TIERMEM_IPC", parse_ipc, "tiermem or passthrough" },
     { "TIERMEM_LOG", parse_log, "error, warn, info or debug" },
     { "TIERMEM_LOG_FILE", parse_log_file, "a file path" },
     { "TIERMEM_STATS", parse_stats, "off or a file path" },

@@ -43,6 +43,13 @@ typedef enum tm_heat_source {
     TM_HEAT_SOURCE_OFF,
 } tm_heat_source;
 
+/* How memory is shared between processes with legacy CUDA IPC (TIERMEM_IPC). */
+typedef enum tm_ipc_mode {
+    TM_IPC_TIERMEM = 0,      /* chunked memory is shared through tiermem's own handles */
+    TM_IPC_PASSTHROUGH,      /* what fits in HBM stays plain driver memory, shareable with any
+                              * process; only what spills is chunked */
+} tm_ipc_mode;
+
 /* Whether the heat policy streams spilled weights through an HBM ring (TIERMEM_STREAM). */
 typedef enum tm_stream_mode {
     TM_STREAM_AUTO = 0,      /* when the ring is a small share of HBM (TM_STREAM_AUTO_SHARE) */
@@ -80,6 +87,7 @@ typedef struct tm_config {
     tm_heat_source heat;         /* TIERMEM_HEAT */
     uint64_t heat_halflife_ns;   /* TIERMEM_HEAT_HALFLIFE */
     bool file_tier;              /* TIERMEM_FILE_TIER=1: chunks holding model-file bytes may drop */
+    tm_ipc_mode ipc;             /* TIERMEM_IPC */
     tm_stream_mode stream;       /* TIERMEM_STREAM */
     char profile_path[TM_CONFIG_PATH_MAX]; /* TIERMEM_PROFILE: warm-start heat; empty: none */
 } tm_config;

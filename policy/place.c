@@ -7,10 +7,18 @@
 
 bool tm_policy_wants_chunks(const tm_policy *policy, const tm_alloc_desc *alloc)
 {
+    const tm_rule *rule = tm_rules_match(&policy->rules, alloc);
+    if (rule && rule->plain)
+        return false;
     if (alloc->size >= policy->min_tiered)
         return true;
-    const tm_rule *rule = tm_rules_match(&policy->rules, alloc);
     return rule && rule->tier != TM_TIER_HBM;
+}
+
+bool tm_policy_wants_plain(const tm_policy *policy, const tm_alloc_desc *alloc)
+{
+    const tm_rule *rule = tm_rules_match(&policy->rules, alloc);
+    return rule && rule->plain;
 }
 
 /* The tiers an allocation may use, in the order it fills them: the rule's tier first (when

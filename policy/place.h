@@ -50,6 +50,9 @@ typedef struct tm_plan {
 /* Should this allocation be chunked (VMM-backed), or pass through to HBM? */
 bool tm_policy_wants_chunks(const tm_policy *policy, const tm_alloc_desc *alloc);
 
+/* Does a `plain` rule keep this allocation plain driver memory (never chunked)? */
+bool tm_policy_wants_plain(const tm_policy *policy, const tm_alloc_desc *alloc);
+
 /* Plans where the chunks of `alloc` go, given the tiers' room now. Returns false when the
  * tiers together cannot hold it (the caller answers CUDA_ERROR_OUT_OF_MEMORY). */
 bool tm_policy_place(const tm_policy *policy, const tm_tiers *tiers, const tm_alloc_desc *alloc,

@@ -3,6 +3,7 @@
 
 #include <fnmatch.h>
 #include <string.h>
+#include <strings.h>
 
 #include "policy/units.h"
 
@@ -14,7 +15,13 @@ static bool parse_rule(const char *item, size_t len, tm_rule *rule)
     for (size_t i = 0; i < len; i++)
         if (item[i] == '=')
             eq = item + i;
-    if (!eq || !tm_tier_from_name(eq + 1, len - (size_t)(eq + 1 - item), &rule->tier))
+    if (!eq)
+        return false;
+    size_t target_len = len - (size_t)(eq + 1 - item);
+    rule->plain = target_len == 5 && strncasecmp(eq + 1, "plain", 5) == 0;
+    if (rule->plain)
+        rule->tier = TM_TIER_HBM;
+    else if (!tm_tier_from_name(eq + 1, target_len, &rule->tier))
         return false;
 
     char match[TM_RULE_GLOB_MAX + 8];
@@ -27,7 +34,8 @@ static bool parse_rule(const char *item, size_t len, tm_rule *rule)
     if (strncmp(match, "name=", 5) == 0) {
         rule->kind = TM_MATCH_NAME;
         memcpy(rule->glob, match + 5, match_len - 5 + 1);
-        return match_len > 5 && match_len - 5 < sizeof rule->glob;
+        /* a name is known only after allocation: too late to keep the memory plain */
+        return match_len > 5 && match_len - 5 < sizeof rule->glob && !rule->plain;
     }
     if (strncmp(match, "size>=", 6) == 0) {
         rule->kind = TM_MATCH_SIZE_AT_LEAST;

@@ -4,7 +4,9 @@
  * wins. MATCH is `size>=N` or `size<N` (N a size such as 64M), or `name=GLOB`: a glob
  * (fnmatch: `*`, `?`, `[...]`) over the name of the model-file tensor copied into the
  * memory. A name is known only once the program copies a tensor in, so name rules never
- * match at allocation; they move the chunks when the copy names them. */
+ * match at allocation; they move the chunks when the copy names them. TIER may also be
+ * `plain` after a size match: such allocations stay plain driver memory (in HBM, never
+ * chunked), which legacy CUDA IPC can share with any process. */
 #ifndef TM_POLICY_RULES_H
 #define TM_POLICY_RULES_H
 
@@ -28,7 +30,8 @@ typedef struct tm_rule {
     tm_match_kind kind;
     uint64_t size;      /* N of the size matches */
     char glob[TM_RULE_GLOB_MAX]; /* the name match's pattern */
-    tm_tier_id tier;    /* where a matching allocation starts */
+    tm_tier_id tier;    /* where a matching allocation starts (HBM for plain) */
+    bool plain;         /* `plain`: left to the driver, not chunked */
 } tm_rule;
 
 typedef struct tm_rules {

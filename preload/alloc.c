@@ -12,6 +12,7 @@
 #include "preload/driver.h"
 #include "preload/file_tier.h"
 #include "preload/heat.h"
+#include "preload/ipc.h"
 #include "preload/log.h"
 #include "preload/spill_note.h"
 #include "preload/managed.h"
@@ -30,13 +31,16 @@ tm_route tm_route_allocation(uint64_t bytes, tm_device **device, CUcontext *ctx)
     if (bytes == 0 || !(*device = tm_device_current(ctx)))
         return TM_ROUTE_DRIVER;
     tm_alloc_desc desc = { .size = bytes };
+    if (tm_policy_wants_plain(&(*device)->policy, &desc))
+        return TM_ROUTE_SMALL; /* a `plain` rule: shareable with any process (ipc.h) */
+    uint64_t hbm_used = __atomic_load_n(&(*device)->hbm_used, __ATOMIC_RELAXED);
+    bool hbm_room = hbm_used + bytes <= (*device)->tiers.tier[TM_TIER_HBM].limit;
+    if (hbm_room && tm_ipc_keeps_plain())
+        return TM_ROUTE_SMALL;
     if (tm_policy_wants_chunks(&(*device)->policy, &desc))
         return TM_ROUTE_CHUNKED;
     /* a small allocation the HBM limit cannot take any more goes to the lower tiers */
-    uint64_t hbm_used = __atomic_load_n(&(*device)->hbm_used, __ATOMIC_RELAXED);
-    if (hbm_used + bytes > (*device)->tiers.tier[TM_TIER_HBM].limit)
-        return TM_ROUTE_CHUNKED;
-    return TM_ROUTE_SMALL;
+    return hbm_room ? TM_ROUTE_SMALL : TM_ROUTE_CHUNKED;
 }
 
 /* ---------------------------------------------------------------- counting */
@@ -227,7 +231,8 @@ uint64_t tm_alloc_move_chunks(tm_device *device, tm_alloc *a, uint64_t first, ui
                               tm_tier_id tier, tm_move_bytes bytes)
 {
     tm_backing *b = a->backing;
-    if (!b || first >= b->plan.chunks)
+    if (!b || first >= b->plan.chunks ||
+        __atomic_load_n(&a->ipc_pinned, __ATOMIC_RELAXED)) /* shared with other processes */
         return 0;
     if (count > b->plan.chunks - first)
         count = b->plan.chunks - first;

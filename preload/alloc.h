@@ -35,6 +35,9 @@ typedef struct tm_alloc {
     uint32_t heat_chunk_shift; /* log2 of the heat chunk size */
     int heat_lock;          /* held while a sample credits and publishes the chunks */
     tm_file_chunks *file;   /* chunked: the file tier's view of its chunks (file_tier.h), or NULL */
+    bool ipc_pinned;        /* exported with cuIpcGetMemHandle: its chunks never move, so
+                             * importers keep seeing the same memory (set under the
+                             * migration lock) */
 } tm_alloc;
 
 /* How an allocation request is served. */

@@ -34,6 +34,7 @@ static CUmemAllocationProp chunk_properties(const tm_backing_target *target, tm_
     CUmemAllocationProp prop;
     memset(&prop, 0, sizeof prop);
     prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.requestedHandleTypes = target->handle_types;
     if (tier == TM_TIER_HBM) {
         prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
         prop.location.id = target->device;

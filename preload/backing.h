@@ -20,6 +20,7 @@ typedef struct tm_backing_target {
     bool pinned_host;          /* lower tiers as pinned host memory */
     uint64_t peers;            /* bit d: device d has peer access to this device's memory
                                 * (atomic: it grows while the program runs) */
+    CUmemAllocationHandleType handle_types; /* chunks are created exportable as these (ipc.h) */
 } tm_backing_target;
 
 /* backing->tier of a chunk the file tier dropped (file_tier.h): unmapped, handle 0. */

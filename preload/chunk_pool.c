@@ -35,6 +35,7 @@ static bool create_chunk(tm_device *device, tm_tier_id tier, CUmemGenericAllocat
     CUmemAllocationProp prop;
     memset(&prop, 0, sizeof prop);
     prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.requestedHandleTypes = device->target.handle_types;
     prop.location.type = tier == TM_TIER_HBM ? CU_MEM_LOCATION_TYPE_DEVICE : CU_MEM_LOCATION_TYPE_HOST_NUMA;
     prop.location.id = tier == TM_TIER_HBM ? device->target.device : device->target.node[tier];
     if (tm_real.cuMemCreate(handle, device->policy.chunk_size, &prop, 0) != CUDA_SUCCESS) {

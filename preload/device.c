@@ -11,6 +11,7 @@
 #include "preload/driver.h"
 #include "preload/file_tier.h"
 #include "preload/heat.h"
+#include "preload/ipc.h"
 #include "preload/ledger.h"
 #include "preload/log.h"
 #include "preload/rebalancer.h"
@@ -85,6 +86,8 @@ static bool set_up(tm_device *device, CUdevice ordinal)
     device->target.pinned_host = !host_numa;
     for (int t = 0; t < TM_TIER_COUNT; t++)
         device->target.node[t] = plan->tiers.tier[t].node;
+    /* chunks another process can map: cuIpcGetMemHandle on tiered memory */
+    device->target.handle_types = tm_ipc_chunk_handle_types(&device->target, &plan->tiers, chunk);
 
     if (!first_device) {
         tm_stats_setup setup = {

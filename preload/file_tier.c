@@ -292,6 +292,8 @@ static bool victim(uint64_t before, tm_file_chunks **which, uint64_t *index)
     uint64_t best = 0;
     for (size_t t = 0; t < tracked_count; t++) {
         tm_file_chunks *c = tracked[t];
+        if (__atomic_load_n(&c->alloc->ipc_pinned, __ATOMIC_RELAXED))
+            continue; /* exported: importers map its chunks, which must stay */
         for (uint64_t i = 0; i < c->count; i++) {
             file_chunk *k = &c->chunk[i];
             if (k->file && !k->dropped && k->used < before && (!found || k->used > best)) {

@@ -7,6 +7,7 @@
 #include "preload/alloc.h"
 #include "preload/device_plan.h"
 #include "preload/hook.h"
+#include "preload/ipc.h"
 #include "preload/state.h"
 #include "preload/stream_free.h"
 
@@ -62,7 +63,7 @@ CUresult CUDAAPI cuMemGetAddressRange_v2(CUdeviceptr *pbase, size_t *psize, CUde
 {
     TM_HOOK_ENTER(cuMemGetAddressRange_v2);
     tm_alloc_view view;
-    if (!chunked_at(dptr, &view))
+    if (!chunked_at(dptr, &view) && !tm_ipc_import_range(dptr, &view.base, &view.size))
         return tm_real.cuMemGetAddressRange_v2(pbase, psize, dptr);
     if (pbase)
         *pbase = view.base;
@@ -73,8 +74,9 @@ CUresult CUDAAPI cuMemGetAddressRange_v2(CUdeviceptr *pbase, size_t *psize, CUde
 
 /* ---------------------------------------------------------------- pointer attributes */
 
-/* Writes the attribute as cuMemAlloc memory would have it. Returns false for attributes
- * the driver answers alike for chunked memory (managed, mapped, access flags, IPC...). */
+/* Writes the attribute as cuMemAlloc memory would have it (legacy IPC: when tiermem can
+ * share it, ipc.h). Returns false for attributes the driver answers alike for chunked
+ * memory (managed, mapped, access flags...). */
 static bool chunked_attribute(const tm_alloc_view *view, CUdeviceptr ptr, CUpointer_attribute attribute, void *data,
                               CUresult *result)
 {
@@ -94,6 +96,7 @@ static bool chunked_attribute(const tm_alloc_view *view, CUdeviceptr ptr, CUpoin
     case CU_POINTER_ATTRIBUTE_RANGE_SIZE: *(size_t *)data = (size_t)view->size; return true;
     case CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR: *(CUdeviceptr *)data = view->base; return true;
     case CU_POINTER_ATTRIBUTE_MAPPING_SIZE: *(size_t *)data = (size_t)view->extent; return true;
+    case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE: *(int *)data = tm_ipc_capable(ptr); return true;
     default: return false;
     }
 }

@@ -221,7 +221,8 @@ CUresult tm_migrate_range(CUdeviceptr address, uint64_t bytes, tm_tier_id to)
     tm_alloc *a = NULL;
     CUresult r = CUDA_ERROR_INVALID_VALUE;
     if (tm_registry_find(address, take_record, &a) && a->backing && address + bytes <= a->range.base + a->backing->bytes) {
-        if (a->backing->pinned_host || a->device != d) { /* chunks move on the first device only */
+        if (a->backing->pinned_host || a->ipc_pinned || a->device != d) {
+            /* host memory, shared with other processes, or not on the first device (chunks move there only) */
             r = CUDA_ERROR_NOT_SUPPORTED;
         } else {
             uint64_t chunk = a->backing->plan.chunk_size;

@@ -27,7 +27,7 @@ CC=${CC:-cc}
 OUT=$B/gpu-conformance
 SRC=tests/simcuda
 PORTABLE_SOURCES="harness.c conformance_main.c test_init.c test_memory.c test_vmm.c
-                  test_stream_event.c test_module_launch.c test_proc_address.c test_graph.c"
+                  test_stream_event.c test_module_launch.c test_proc_address.c test_graph.c test_ipc.c"
 
 build_only=0
 case ${1:-} in

@@ -309,7 +309,8 @@ step "7. under libtiermem.so"
 LIBTM=$B/lib/libtiermem.so
 SERVING=$B/tests/preload/serving
 make -j"$JOBS" O="$O" NVCC="${NVCC:-/nonexistent/nvcc}" CUDA_HOME="$CUDA_HOME_USED" EXTRA_CFLAGS="$WNOERR" \
-  "$LIBTM" "$SERVING" "$B/tests/preload/probe" >"$LOGS/preload-build.log" 2>&1 || show_log "$LOGS/preload-build.log" 15
+  "$LIBTM" "$SERVING" "$B/tests/preload/probe" "$B/tests/preload/ipc_peer" >"$LOGS/preload-build.log" 2>&1 ||
+  show_log "$LOGS/preload-build.log" 15
 # The test programs carry a RUNPATH to simcuda: on a GPU, LD_LIBRARY_PATH (searched first)
 # points them, and the interposer, at the real driver.
 if [ "$SIM" = 1 ]; then
@@ -358,6 +359,26 @@ else
   fi
   run_preload "cuMemGetInfo and cuDeviceTotalMem around chunked allocations" '^info ' meminfo \
     "$B/tests/preload/probe" meminfo 64M 256M
+  # legacy IPC of chunked memory between two tiermem processes (test_preload_ipc.sh on simcuda)
+  ipc_dir=$(mktemp -d)
+  under_tm "$B/tests/preload/ipc_peer" export 64M "$ipc_dir" >"$LOGS/preload-ipc-export.log" 2>&1 &
+  ipc_exporter=$!
+  under_tm "$B/tests/preload/ipc_peer" import "$ipc_dir" >"$LOGS/preload-ipc-import.log" 2>&1 &
+  ipc_importer=$!
+  for _ in $(seq 600); do
+    { [ -e "$ipc_dir/imported" ] || ! kill -0 "$ipc_importer" 2>/dev/null; } && break
+    sleep 0.1
+  done
+  touch "$ipc_dir/close"; wait "$ipc_importer"; ipc_rc=$?
+  touch "$ipc_dir/finish"; wait "$ipc_exporter"; ipc_rc="$ipc_rc $?"
+  if [ "$ipc_rc" = "0 0" ] && grep -q "^exporter: importer's bytes ok" "$LOGS/preload-ipc-export.log" &&
+     grep -q "^importer: exporter's bytes ok" "$LOGS/preload-ipc-import.log"; then
+    pass "legacy CUDA IPC of chunked memory between two tiermem processes, both ways"
+  else
+    fail "legacy CUDA IPC between two tiermem processes (exit statuses $ipc_rc)"
+    show_log "$LOGS/preload-ipc-export.log" 10; show_log "$LOGS/preload-ipc-import.log" 10
+  fi
+  rm -rf "$ipc_dir"
 fi
 
 echo

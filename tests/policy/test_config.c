@@ -146,6 +146,7 @@ static void test_defaults(void **state)
     assert_false(c.file_tier); /* off by default */
     assert_int_equal(c.rules.count, 0);
     assert_int_equal(c.meminfo, TM_MEMINFO_AVAILABLE);
+    assert_int_equal(c.ipc, TM_IPC_TIERMEM);
     assert_int_equal(c.log_level, TM_LOG_WARN);
     assert_string_equal(c.log_file, "");
     assert_false(c.stats_off);
@@ -171,6 +172,7 @@ static void test_good_values(void **state)
     setenv("TIERMEM_MIGRATE_RATE", "1G", 1);
     setenv("TIERMEM_RULES", "size>=1G=cxl,size<4M=hbm", 1);
     setenv("TIERMEM_MEMINFO", "virtual", 1);
+    setenv("TIERMEM_IPC", "passthrough", 1);
     setenv("TIERMEM_LOG", "debug", 1);
     setenv("TIERMEM_LOG_FILE", "/tmp/tiermem.log", 1);
     setenv("TIERMEM_STATS", "/tmp/stats", 1);
@@ -204,6 +206,7 @@ static void test_good_values(void **state)
     assert_int_equal(c.rules.rule[0].tier, TM_TIER_CXL);
     assert_int_equal(c.rules.rule[1].kind, TM_MATCH_SIZE_BELOW);
     assert_int_equal(c.meminfo, TM_MEMINFO_VIRTUAL);
+    assert_int_equal(c.ipc, TM_IPC_PASSTHROUGH);
     assert_int_equal(c.log_level, TM_LOG_DEBUG);
     assert_string_equal(c.log_file, "/tmp/tiermem.log");
     assert_string_equal(c.stats_path, "/tmp/stats");
@@ -234,6 +237,7 @@ static void test_name_rules(void **state)
     assert_null(tm_rules_match(&rules, &unnamed));
     assert_int_equal(tm_rules_match(&rules, &big)->tier, TM_TIER_HBM);
     assert_false(tm_rules_parse("name==ddr", &rules));
+    assert_false(tm_rules_parse("name=blk.*=plain", &rules)); /* too late to stay plain */
     assert_false(tm_rules_parse("name=x=nvme", &rules));
 }
 
@@ -308,6 +312,8 @@ static const bad_case bad_cases[] = {
     { "TIERMEM_RULES", "name==cxl", "MATCH=TIER" },
     { "TIERMEM_RULES", "size>=1G=cxl,", "MATCH=TIER" },
     { "TIERMEM_MEMINFO", "both", "available, physical or virtual" },
+    { "TIERMEM_IPC", "off", "tiermem or passthrough" },
+    { "TIERMEM_RULES", "name=blk.*=plain", "MATCH=TIER" },
     { "TIERMEM_LOG", "verbose", "error, warn, info or debug" },
     { "TIERMEM_HEAT", "auto", "launch, ebpf or off" },
     { "TIERMEM_HEAT", "perf", "launch, ebpf or off" },

@@ -193,6 +193,15 @@ static void test_small_stays_whole(void **state)
     assert_true(tm_policy_wants_chunks(&p, &a));
     assert_true(tm_rules_parse("size<1M=hbm", &p.rules));
     assert_false(tm_policy_wants_chunks(&p, &a));
+    assert_false(tm_policy_wants_plain(&p, &a));
+    /* `plain` keeps even a large allocation out of chunks (legacy IPC with any process) */
+    assert_true(tm_rules_parse("size>=64M=plain,size>=1M=cxl", &p.rules));
+    a.size = 64 * TM_MIB;
+    assert_true(tm_policy_wants_plain(&p, &a));
+    assert_false(tm_policy_wants_chunks(&p, &a));
+    a.size = 2 * TM_MIB;
+    assert_false(tm_policy_wants_plain(&p, &a));
+    assert_true(tm_policy_wants_chunks(&p, &a));
 }
 
 static void test_fill_hbm_then_spill(void **state)

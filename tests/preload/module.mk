@@ -9,6 +9,7 @@
 #   $(O)/tests/preload/migrate_stress chunks migrate while 8 streams check their data
 #   $(O)/tests/preload/kernels.so     its host kernels (a simcuda module)
 #   $(O)/tests/preload/filecopy       loads a model file as programs do (mmap, pread, staging)
+#   $(O)/tests/preload/ipc_peer       one side of a legacy CUDA IPC exchange between processes
 #   $(O)/tests/preload/nvml_linked    NVML's memory answers beside cuMemGetInfo's, linked with
 #   $(O)/tests/preload/nvml_dlopen    libnvidia-ml.so.1, or reaching it with dlopen and dlsym
 
@@ -56,6 +57,11 @@ $(PRELOAD_TEST_DIR)/serving: $(O)/obj/tests/preload/serving.o $(O)/obj/tests/pre
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) $(filter %.o,$^) -o $@ $(PRELOAD_TEST_LINK)
 
+$(PRELOAD_TEST_DIR)/ipc_peer: $(O)/obj/tests/preload/ipc_peer.o $(O)/obj/tests/preload/probe_util.o \
+    $(O)/lib/simcuda/libcuda.so.1 | $(PRELOAD_TEST_KERNELS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) $(filter %.o,$^) -o $@ $(PRELOAD_TEST_LINK)
+
 NVML_VIEW_OBJS := $(O)/obj/tests/preload/nvml_view.o $(O)/obj/tests/preload/probe_util.o
 
 $(PRELOAD_TEST_DIR)/nvml_linked: $(O)/obj/tests/preload/nvml_linked.o $(NVML_VIEW_OBJS) \
@@ -88,6 +94,7 @@ TEST_SCRIPTS += $(sort $(wildcard tests/preload/test_*.sh))
 # The shell tests need these built by `make test`.
 test-progs: $(PRELOAD_TEST_DIR)/probe $(PRELOAD_TEST_DIR)/doors $(PRELOAD_TEST_DIR)/heat_probe \
             $(PRELOAD_TEST_DIR)/serving $(PRELOAD_TEST_DIR)/devices $(PRELOAD_TEST_DIR)/filecopy $(PRELOAD_TEST_DIR)/migrate_stress \
+            $(PRELOAD_TEST_DIR)/ipc_peer \
             $(PRELOAD_TEST_DIR)/nvml_linked $(PRELOAD_TEST_DIR)/nvml_dlopen \
             $(PRELOAD_TEST_KERNELS) \
             $(O)/lib/libtiermem.so $(O)/bin/tiermem-stat

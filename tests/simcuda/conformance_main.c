@@ -15,6 +15,8 @@ static const struct child_case child_cases[] = {
     {"init_flags", child_init_flags},
     {"release_unretained", child_release_unretained},
     {"primary_reset", child_primary_reset},
+    {"ipc_import", child_ipc_import},
+    {"vmm_import", child_vmm_import},
 };
 
 int main(int argc, char **argv)
@@ -33,5 +35,6 @@ int main(int argc, char **argv)
     failed += run_module_launch_tests();
     failed += run_proc_address_tests();
     failed += run_graph_tests();
+    failed += run_ipc_tests();
     return failed ? 1 : 0;
 }

@@ -147,6 +147,35 @@ int child_dispatch(int argc, char **argv, const struct child_case *cases, size_t
     return 2;
 }
 
+void ipc_handle_to_hex(const CUipcMemHandle *handle, char hex[2 * CU_IPC_HANDLE_SIZE + 1])
+{
+    for (int i = 0; i < CU_IPC_HANDLE_SIZE; i++)
+        snprintf(hex + 2 * i, 3, "%02x", (unsigned char)handle->reserved[i]);
+}
+
+bool ipc_handle_from_hex(const char *hex, CUipcMemHandle *handle)
+{
+    if (!hex || strlen(hex) < 2 * CU_IPC_HANDLE_SIZE)
+        return false;
+    for (int i = 0; i < CU_IPC_HANDLE_SIZE; i++) {
+        unsigned int byte;
+        if (sscanf(hex + 2 * i, "%2x", &byte) != 1)
+            return false;
+        handle->reserved[i] = (char)byte;
+    }
+    return true;
+}
+
+int child_start(CUdevice *dev)
+{
+    CUcontext ctx = NULL;
+    child_expect_cu(cuInit(0), CUDA_SUCCESS);
+    child_expect_cu(cuDeviceGet(dev, 0), CUDA_SUCCESS);
+    child_expect_cu(cuDevicePrimaryCtxRetain(&ctx, *dev), CUDA_SUCCESS);
+    child_expect_cu(cuCtxSetCurrent(ctx), CUDA_SUCCESS);
+    return child_failures;
+}
+
 enum { CHILD_TIMEOUT_MS = 60000 };
 
 /* environ without SIMCUDA_* plus extra_env; the strings are borrowed, the array is owned. */

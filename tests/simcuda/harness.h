@@ -93,6 +93,16 @@ int run_child(const char *name, const char *const *extra_env, char *output, size
 /* Fails the current test, showing the child's output, unless the case exits with 0. */
 void assert_child_passes(const char *name, const char *const *extra_env);
 
+/* An IPC handle as hex text (2 * CU_IPC_HANDLE_SIZE characters and a NUL), to hand to a
+ * child in its environment or read back from its output; the parse is false on anything
+ * else. */
+void ipc_handle_to_hex(const CUipcMemHandle *handle, char hex[2 * CU_IPC_HANDLE_SIZE + 1]);
+bool ipc_handle_from_hex(const char *hex, CUipcMemHandle *handle);
+
+/* In a child: initialises the driver, makes device 0's primary context current; the
+ * failed checks (0 when it worked). */
+int child_start(CUdevice *dev);
+
 /* Checks inside a child: print what failed to stderr and count it, never abort. */
 extern int child_failures;
 #define child_expect(cond, ...)                                                       \

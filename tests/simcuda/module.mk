@@ -18,9 +18,9 @@ SIMCUDA_NOT_MODULE_SO:= $(O)/tests/simcuda_not_a_module.so
 SIMCUDA_ABI1_SO      := $(O)/tests/simcuda_kernels_abi1.so
 
 CONFORMANCE_SRCS  := harness.c conformance_main.c test_init.c test_memory.c test_vmm.c \
-                     test_stream_event.c test_module_launch.c test_proc_address.c test_graph.c
+                     test_stream_event.c test_module_launch.c test_proc_address.c test_graph.c test_ipc.c
 SIMCUDA_ONLY_SRCS := harness.c simcuda_only_main.c test_simcuda_env.c test_simcuda_modules.c \
-                     test_simcuda_handles.c test_simcuda_time.c test_simcuda_managed.c
+                     test_simcuda_handles.c test_simcuda_time.c test_simcuda_managed.c test_simcuda_ipc.c
 CONFORMANCE_OBJS  := $(addprefix $(O)/obj/$(SIMCUDA_TEST_DIR)/,$(CONFORMANCE_SRCS:.c=.o))
 SIMCUDA_ONLY_OBJS := $(addprefix $(O)/obj/$(SIMCUDA_TEST_DIR)/,$(SIMCUDA_ONLY_SRCS:.c=.o))
 

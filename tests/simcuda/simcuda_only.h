@@ -8,9 +8,7 @@ int run_simcuda_module_tests(void);
 int run_simcuda_handle_tests(void);
 int run_simcuda_time_tests(void);
 int run_simcuda_managed_tests(void);
-
-/* In a child: initialises the driver, makes device 0's primary context current. */
-int child_start(CUdevice *dev);
+int run_simcuda_ipc_tests(void);
 
 int child_print_capacity(void);
 int child_report_init(void);
@@ -30,5 +28,6 @@ int child_time_host_clock(void);
 int child_time_abi1(void);
 int child_managed_api(void);
 int child_managed_sweeps(void);
+int child_ipc_export_and_exit(void);
 
 #endif /* TESTS_SIMCUDA_SIMCUDA_ONLY_H */

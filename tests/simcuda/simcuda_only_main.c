@@ -27,6 +27,7 @@ static const struct child_case child_cases[] = {
     {"time_abi1", child_time_abi1},
     {"managed_api", child_managed_api},
     {"managed_sweeps", child_managed_sweeps},
+    {"ipc_export_and_exit", child_ipc_export_and_exit},
 };
 
 int main(int argc, char **argv)
@@ -43,5 +44,6 @@ int main(int argc, char **argv)
     failed += run_simcuda_handle_tests();
     failed += run_simcuda_time_tests();
     failed += run_simcuda_managed_tests();
+    failed += run_simcuda_ipc_tests();
     return failed ? 1 : 0;
 }

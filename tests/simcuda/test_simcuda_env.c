@@ -19,16 +19,6 @@
 #define GIB ((size_t)1 << 30)
 
 /* Initialises the driver and makes the primary context of device 0 current. */
-int child_start(CUdevice *dev)
-{
-    CUcontext ctx = NULL;
-    child_expect_cu(cuInit(0), CUDA_SUCCESS);
-    child_expect_cu(cuDeviceGet(dev, 0), CUDA_SUCCESS);
-    child_expect_cu(cuDevicePrimaryCtxRetain(&ctx, *dev), CUDA_SUCCESS);
-    child_expect_cu(cuCtxSetCurrent(ctx), CUDA_SUCCESS);
-    return child_failures;
-}
-
 static size_t free_device_bytes(void)
 {
     size_t free_bytes = 0, total_bytes = 0;

@@ -56,6 +56,7 @@ typedef struct sim_config {
     int numa_nodes[SIM_MAX_NUMA_NODES];     /* HOST_NUMA ids cuMemCreate accepts */
     int numa_node_count;
     bool host_numa_vmm;                     /* SIMCUDA_HOST_NUMA_VMM */
+    bool posix_fd;                          /* SIMCUDA_POSIX_FD: VMM memory exportable as fds */
     int log_level;                          /* 0 warn, 1 info */
     sim_profile profile;                    /* SIMCUDA_PROFILE and overrides */
     int cxl_nodes[SIM_MAX_NUMA_NODES];      /* SIMCUDA_CXL_NODES */
@@ -166,6 +167,8 @@ typedef struct sim_phys {
     int fd;
     int handle_refs;        /* cuMemCreate / cuMemRetainAllocationHandle minus cuMemRelease */
     int mapping_refs;       /* live cuMemMap mappings */
+    bool imported;          /* cuMemImportFromShareableHandle: another process's memory, not
+                             * charged against SIMCUDA_MEM here */
 } sim_phys;
 
 /* ---------------------------------------------------------------- address ranges */
@@ -193,6 +196,11 @@ typedef struct sim_region {
     CUmemAccess_flags access_by[SIM_MAX_DEVICES]; /* mappings: each device's access */
     unsigned long long id;  /* CU_POINTER_ATTRIBUTE_BUFFER_ID */
     int mapping_count;      /* reservations: live mappings inside */
+    bool ipc_exported;      /* exported with cuIpcGetMemHandle: a memfd backs it now */
+    int ipc_fd;             /* with ipc_exported: that memfd (sim_ipc.c) */
+    int ipc_opens;          /* opened with cuIpcOpenMemHandle: opens not yet closed; 0 for
+                             * memory this process allocated */
+    uint64_t ipc_inode;     /* with ipc_opens: the exporter's memfd, to share one mapping */
 } sim_region;
 
 typedef enum sim_tree { TREE_REGIONS, TREE_RESERVATIONS } sim_tree;
@@ -273,6 +281,13 @@ void sim_module_release_context(sim_context *ctx);
 /* Device-memory allocation shared by cuMemAlloc, pitch, async and pool paths. */
 CUresult sim_device_alloc(CUdeviceptr *dptr, size_t bytes, bool managed, sim_pool *pool);
 CUresult sim_device_free(CUdeviceptr dptr);
+
+/* The memfd name of a cuMemCreate allocation: its location, so that an importing
+ * process learns it (cuMemImportFromShareableHandle). */
+#define SIM_PHYS_NAME_FORMAT "simcuda-vmm-%d-%d"   /* location type, location id */
+
+/* Lock held: closes the memfd of an exported device region (before its memory goes). */
+void sim_ipc_region_gone(sim_region *region);
 
 /* ---------------------------------------------------------------- execution */
 

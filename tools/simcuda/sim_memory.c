@@ -54,7 +54,8 @@ static void backing_free(sim_region *region)
 static void region_destroy(sim_region *region)
 {
     sim_region_delete(TREE_REGIONS, region);
-    if (region->kind == REGION_DEVICE) {
+    sim_ipc_region_gone(region);
+    if (region->kind == REGION_DEVICE && region->ipc_opens == 0) {
         if (!region->managed)
             sim_device_release(region->ctx ? region->ctx->device : 0, region->backing_size);
         else
@@ -129,8 +130,8 @@ static CUresult destroy_region_at(uintptr_t p, sim_region_kind kind, CUresult mi
     if (result == CUDA_SUCCESS) {
         sim_async_wait_all();
         sim_region *region = sim_region_find(TREE_REGIONS, p);
-        if (!region || region->kind != kind || region->base != p)
-            result = missing;
+        if (!region || region->kind != kind || region->base != p || region->ipc_opens > 0)
+            result = missing; /* memory opened with cuIpcOpenMemHandle is closed, not freed */
         else
             region_destroy(region);
     }
@@ -649,7 +650,9 @@ static CUresult attribute_value(void *data, CUpointer_attribute attribute, uintp
             *(int *)data = region->ctx ? region->ctx->device : 0;
         break;
     case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
-        *(int *)data = known && region->kind == REGION_DEVICE && !region->pool && !region->managed;
+        /* simcuda shares memory it can back with a memfd: allocations of 1 MiB or more */
+        *(int *)data = known && region->kind == REGION_DEVICE && !region->pool && !region->managed &&
+                       region->from_mmap && region->ipc_opens == 0;
         break;
     case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
     case CU_POINTER_ATTRIBUTE_RANGE_SIZE: {

@@ -280,6 +280,7 @@ CUresult sim_config_load(sim_config *config)
     config->device_capacity = default_capacity();
     config->capacity_default = true;
     config->host_numa_vmm = true;
+    config->posix_fd = true;
     host_numa_nodes(config);
 
     const char *value;
@@ -308,7 +309,8 @@ CUresult sim_config_load(sim_config *config)
         sim_log("SIMCUDA_NUMA_NODES='%s' is not a node list (accepts comma-separated ids 0-1023, e.g. 0,1)", value);
         return CUDA_ERROR_INVALID_VALUE;
     }
-    if (!switch_setting("SIMCUDA_HOST_NUMA_VMM", &config->host_numa_vmm))
+    if (!switch_setting("SIMCUDA_HOST_NUMA_VMM", &config->host_numa_vmm) ||
+        !switch_setting("SIMCUDA_POSIX_FD", &config->posix_fd))
         return CUDA_ERROR_INVALID_VALUE;
     if ((value = getenv("SIMCUDA_CXL_NODES")) && *value &&
         !parse_node_list(value, config->cxl_nodes, &config->cxl_node_count)) {

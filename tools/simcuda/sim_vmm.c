@@ -154,8 +154,11 @@ SIM_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t siz
         return CUDA_ERROR_INVALID_VALUE;
     if ((result = prop_check(prop)) != CUDA_SUCCESS)
         return result;
-    if (prop->requestedHandleTypes != CU_MEM_HANDLE_TYPE_NONE)
-        return sim_not_supported("cuMemCreate with shareable handle types");
+    /* every allocation is a memfd: POSIX file descriptors are the one type it can share */
+    if ((prop->requestedHandleTypes & ~(unsigned)CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) != 0)
+        return sim_not_supported("cuMemCreate with shareable handle types other than POSIX file descriptors");
+    if (prop->requestedHandleTypes != CU_MEM_HANDLE_TYPE_NONE && !sim.config.posix_fd)
+        return CUDA_ERROR_NOT_SUPPORTED; /* SIMCUDA_POSIX_FD=0: a device that cannot export */
 
     sim_phys *phys = calloc(1, sizeof *phys);
     if (!phys)
@@ -174,7 +177,7 @@ SIM_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t siz
         }
     }
     char name[48];
-    snprintf(name, sizeof name, "simcuda-%s%d", device ? "device" : "host", prop->location.id);
+    snprintf(name, sizeof name, SIM_PHYS_NAME_FORMAT, (int)prop->location.type, prop->location.id);
     phys->fd = memfd_create(name, MFD_CLOEXEC);
     if (phys->fd < 0 || ftruncate(phys->fd, (off_t)size) != 0) {
         if (phys->fd >= 0)
@@ -202,7 +205,7 @@ static void phys_maybe_destroy(sim_phys *phys)
     if (phys->handle_refs > 0 || phys->mapping_refs > 0)
         return;
     sim_object_remove(&phys->obj);
-    if (phys->prop.location.type == CU_MEM_LOCATION_TYPE_DEVICE)
+    if (phys->prop.location.type == CU_MEM_LOCATION_TYPE_DEVICE && !phys->imported)
         sim_device_release(phys->prop.location.id, phys->size);
     close(phys->fd);
     free(phys);
