@@ -104,7 +104,7 @@ test-progs: $(PRELOAD_TEST_DIR)/probe $(PRELOAD_TEST_DIR)/doors $(PRELOAD_TEST_D
 # where it skips without the toolchain); `make deps-aarch64` installs the toolchain, kept
 # out of DEB_PACKAGES for its size.
 AARCH64_DEB_PACKAGES := gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user libnuma-dev:arm64 \
-                        libjansson-dev:arm64 systemtap-sdt-dev:arm64
+                        libjansson-dev:arm64 liburing-dev:arm64 systemtap-sdt-dev:arm64
 .PHONY: test-aarch64 deps-aarch64
 test-aarch64: all test-progs
 	@O=$(O) AARCH64_TESTS=all tests/run.sh tests/preload/test_preload_aarch64.sh

@@ -18,7 +18,7 @@ fi
 missing=""
 command -v "$CROSS_CC" >/dev/null || missing="$missing $CROSS_CC"
 command -v qemu-aarch64 >/dev/null || missing="$missing qemu-aarch64"
-for lib in libnuma.so libjansson.so; do
+for lib in libnuma.so libjansson.so liburing.so; do
   [ -e "/usr/lib/aarch64-linux-gnu/$lib" ] || missing="$missing $lib (arm64)"
 done
 [ -e /usr/include/aarch64-linux-gnu/sys/sdt.h ] || missing="$missing sys/sdt.h (arm64)"
