@@ -37,6 +37,7 @@ json=$("$TIERMEM_STAT" --json "$SCRATCH/room")
 check_eq "after 32 MiB freed, 62 MiB (the HBM limit less its reserve) still fits HBM whole" \
   "$rc $(json_tier "$json" hbm used) $(json_tier "$json" cxl peak)" "0 $((62 * MIB)) 0"
 check "  taking the pooled chunks" grep -q 'chunks 39 created, 8 reused from the pool$' <<<"$out"
+check_eq "tiermem-stat --json counts them too" "$(json_value "$json" chunks_created) $(json_value "$json" chunks_reused)" "39 8"
 check "  and the device never held more than the limit" grep -q 'peak 62.0 MiB of 256.0 MiB' <<<"$out"
 # 32 MiB live and 16 MiB pooled: the third 8 MiB allocation the driver makes needs the pool's room
 out=$(under_tiermem "${SIM[@]}" TIERMEM_CXL_NODE=1 TIERMEM_HBM_LIMIT=64M TIERMEM_MIN_TIERED=16M \
