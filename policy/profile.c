@@ -42,7 +42,7 @@ int tm_profile_encode(const tm_profile *p, uint8_t **out, size_t *out_size)
         const tm_profile_entry *e = &p->entry[i];
         uint32_t zero = 0;
         char name[TM_PROFILE_NAME_MAX] = { 0 };
-        strncpy(name, e->name, sizeof name - 1);
+        memcpy(name, e->name, strnlen(e->name, sizeof name - 1));
         at = put(at, &e->order, 8);
         at = put(at, &e->size, 8);
         at = put(at, name, sizeof name);

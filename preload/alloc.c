@@ -8,6 +8,7 @@
 
 #include "policy/managed.h"
 #include "policy/units.h"
+#include "preload/chunk_pool.h"
 #include "preload/deferred_move.h"
 #include "preload/driver.h"
 #include "preload/file_tier.h"
@@ -34,7 +35,14 @@ tm_route tm_route_allocation(uint64_t bytes, tm_device **device, CUcontext *ctx)
     if (tm_policy_wants_plain(&(*device)->policy, &desc))
         return TM_ROUTE_SMALL; /* a `plain` rule: shareable with any process (ipc.h) */
     uint64_t hbm_used = __atomic_load_n(&(*device)->hbm_used, __ATOMIC_RELAXED);
-    bool hbm_room = hbm_used + bytes <= (*device)->tiers.tier[TM_TIER_HBM].limit;
+    uint64_t hbm_limit = (*device)->tiers.tier[TM_TIER_HBM].limit;
+    bool hbm_room = hbm_used + bytes <= hbm_limit;
+    if (!hbm_room && (tm_ipc_keeps_plain() || !tm_policy_wants_chunks(&(*device)->policy, &desc)) &&
+        hbm_used - tm_chunk_pool_bytes(*device, TM_TIER_HBM) + bytes <= hbm_limit) {
+        /* the room the pool holds, for memory the driver makes */
+        tm_chunk_pool_drain(false);
+        hbm_room = __atomic_load_n(&(*device)->hbm_used, __ATOMIC_RELAXED) + bytes <= hbm_limit;
+    }
     if (hbm_room && tm_ipc_keeps_plain())
         return TM_ROUTE_SMALL;
     if (tm_policy_wants_chunks(&(*device)->policy, &desc))
@@ -134,6 +142,45 @@ static void refuse_tier(tm_device *device, tm_tier_id tier, CUresult result)
                 device->tiers.tier[tier].node, tm_tier_name(tier), (int)result);
 }
 
+/* Pooled HBM chunks of `device` an allocation of `bytes` may map, taken out of the pool;
+ * `now` shows their room as free. Under the device's place lock. */
+static size_t take_pooled(tm_device *device, uint64_t bytes, CUmemGenericAllocationHandle *out, tm_tiers *now)
+{
+    uint64_t chunk = device->policy.chunk_size;
+    if (chunk == 0)
+        return 0;
+    uint64_t wanted = (bytes + chunk - 1) / chunk;
+    size_t got = tm_chunk_pool_take_many(device, TM_TIER_HBM, out,
+                                         wanted < TM_CHUNK_POOL_SLOTS ? (size_t)wanted : TM_CHUNK_POOL_SLOTS);
+    uint64_t room = got * chunk;
+    now->tier[TM_TIER_HBM].used -= room < now->tier[TM_TIER_HBM].used ? room : now->tier[TM_TIER_HBM].used;
+    return got;
+}
+
+/* After planning, before the plan is charged: the pooled chunks the plan's HBM chunks
+ * will be are charged with the plan, so their pool charge is dropped; the rest go back to
+ * the pool, still charged. Under the device's place lock. */
+static void keep_pooled(tm_device *device, const tm_plan *plan, tm_backing_reuse *reuse)
+{
+    size_t keep = 0;
+    if (plan && plan->chunk_size == device->policy.chunk_size)
+        keep = plan->per_tier[TM_TIER_HBM] < reuse->count ? (size_t)plan->per_tier[TM_TIER_HBM] : reuse->count;
+    for (size_t i = keep; i < reuse->count; i++)
+        tm_chunk_pool_give(device, TM_TIER_HBM, reuse->handle[i]);
+    reuse->count = keep;
+    tm_device_charge(device, TM_TIER_HBM, -(int64_t)(keep * device->policy.chunk_size), 0);
+}
+
+/* A failed backing: the pooled chunks it did not map go back to the pool, charged again
+ * (the plan's charge, which covered them, is dropped by the caller). */
+static void give_unused(tm_device *device, tm_backing_reuse *reuse)
+{
+    for (size_t i = reuse->used; i < reuse->count; i++) {
+        tm_device_charge(device, TM_TIER_HBM, (int64_t)device->policy.chunk_size, 0);
+        tm_chunk_pool_give(device, TM_TIER_HBM, reuse->handle[i]);
+    }
+}
+
 bool tm_alloc_chunked(tm_device *device, CUcontext ctx, uint64_t bytes, uint32_t path,
                       CUdeviceptr *dptr, CUresult *result)
 {
@@ -142,6 +189,7 @@ bool tm_alloc_chunked(tm_device *device, CUcontext ctx, uint64_t bytes, uint32_t
     tm_alloc_desc desc = { .size = bytes };
     bool full[TM_TIER_COUNT] = { false };
     int room_rounds = 0;
+    CUmemGenericAllocationHandle pooled[TM_CHUNK_POOL_SLOTS];
     for (int attempt = 0; attempt <= TM_TIER_COUNT; attempt++) {
         /* plan and charge in one step, so two threads never count on the same room */
         tm_plan plan;
@@ -151,7 +199,9 @@ bool tm_alloc_chunked(tm_device *device, CUcontext ctx, uint64_t bytes, uint32_t
         for (int t = 0; t < TM_TIER_COUNT; t++)
             if (full[t])
                 now.tier[t].present = false;
+        tm_backing_reuse reuse = { .handle = pooled, .count = take_pooled(device, bytes, pooled, &now), .used = 0 };
         bool fits = tm_policy_place(&device->policy, &now, &desc, &plan);
+        keep_pooled(device, fits ? &plan : NULL, &reuse);
         if (fits)
             charge_plan(device, &plan, +1);
         tm_device_place_unlock(device);
@@ -172,7 +222,12 @@ bool tm_alloc_chunked(tm_device *device, CUcontext ctx, uint64_t bytes, uint32_t
         tm_backing *backing;
         tm_tier_id tier;
         CUresult driver_result;
-        switch (tm_backing_create(&plan, &device->target, &backing, &tier, &driver_result)) {
+        tm_backing_failure failure = tm_backing_create(&plan, &device->target, &reuse, &backing, &tier, &driver_result);
+        tm_stat_add(chunks_reused, reuse.used);
+        tm_stat_add(chunks_created, failure == TM_BACKING_OK && !backing->pinned_host ? plan.chunks - reuse.used : 0);
+        if (failure != TM_BACKING_OK)
+            give_unused(device, &reuse);
+        switch (failure) {
         case TM_BACKING_OK: {
             tm_alloc *a = calloc(1, sizeof *a);
             if (a) {
@@ -295,6 +350,37 @@ static void free_driver_memory(tm_alloc *a)
     }
 }
 
+/* A freed chunk: HBM ones go to the pool (which keeps their bytes charged, or releases
+ * them), others are released. */
+static void pool_chunk(void *arg, tm_tier_id tier, CUmemGenericAllocationHandle handle)
+{
+    tm_device *device = arg;
+    if (tier == TM_TIER_HBM) {
+        tm_chunk_pool_give(device, tier, handle);
+        return;
+    }
+    tm_release_call(tm_real.cuMemRelease(handle));
+    tm_device_charge(device, tier, -(int64_t)device->policy.chunk_size, 0);
+}
+
+/* Releases a chunked allocation's memory. Chunks exported to other processes, or of
+ * another size than the pool's, are never pooled: nobody else may map them again. */
+static void release_backing(tm_alloc *a)
+{
+    tm_backing *b = a->backing;
+    bool pool = !b->pinned_host && !__atomic_load_n(&a->ipc_pinned, __ATOMIC_RELAXED) &&
+                b->plan.chunk_size == a->device->policy.chunk_size;
+    if (!pool) {
+        charge_plan(a->device, &b->plan, -1);
+        tm_backing_destroy(b);
+        return;
+    }
+    for (int t = 0; t < TM_TIER_COUNT; t++)
+        if (b->plan.per_tier[t])
+            tm_device_charge(a->device, (tm_tier_id)t, 0, -(int64_t)b->plan.per_tier[t]);
+    tm_backing_destroy_keeping(b, pool_chunk, a->device);
+}
+
 void tm_free_chunked(tm_alloc *a, tm_wait wait, CUstream stream)
 {
     switch (wait) {
@@ -317,8 +403,7 @@ void tm_free_chunked(tm_alloc *a, tm_wait wait, CUstream stream)
     tm_migrate_lock(); /* none of its chunks is mid-migration */
     tm_file_tier_forget(a);
     tm_stream_ring_forget(a->backing->base, a->backing->bytes);
-    charge_plan(a->device, &a->backing->plan, -1);
-    tm_backing_destroy(a->backing);
+    release_backing(a);
     tm_migrate_unlock();
     tm_stats_record_remove(a->stats_slot);
     tm_heat_alloc_detach(a);
@@ -419,6 +504,7 @@ void tm_release_context(CUcontext ctx, bool context_alive)
             tm_forget(a);
     }
     free(taken);
+    tm_chunk_pool_drain(false); /* the device's memory goes back with its context */
 }
 
 /* The records are the parent's; the memory they describe is not the child's to touch. */

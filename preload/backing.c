@@ -45,26 +45,38 @@ static CUmemAllocationProp chunk_properties(const tm_backing_target *target, tm_
     return prop;
 }
 
-/* Unmaps and releases the first `mapped` chunks and frees the range; runs at a time
- * around the chunks the file tier dropped. */
-static void vmm_undo(tm_backing *b, uint64_t mapped)
+static bool chunk_dropped(const tm_backing *b, uint64_t i)
+{
+    return b->tier && b->tier[i] == TM_TIER_DROPPED;
+}
+
+/* Unmaps the first `mapped` chunks, a run at a time around the chunks the file tier
+ * dropped (they have no mapping and no handle). */
+static void vmm_unmap(tm_backing *b, uint64_t mapped)
 {
     uint64_t chunk = b->plan.chunk_size;
     for (uint64_t i = 0; i < mapped;) {
         uint64_t n = 0;
-        while (i + n < mapped && !(b->tier && b->tier[i + n] == TM_TIER_DROPPED))
+        while (i + n < mapped && !chunk_dropped(b, i + n))
             n++;
         if (n)
             tm_release_call(tm_real.cuMemUnmap(b->base + i * chunk, n * chunk));
-        for (uint64_t k = i; k < i + n; k++)
-            tm_release_call(tm_real.cuMemRelease(b->handle[k]));
         i += n ? n : 1;
     }
+}
+
+/* Unmaps and releases the first `mapped` chunks and frees the range. */
+static void vmm_undo(tm_backing *b, uint64_t mapped)
+{
+    vmm_unmap(b, mapped);
+    for (uint64_t i = 0; i < mapped; i++)
+        if (!chunk_dropped(b, i))
+            tm_release_call(tm_real.cuMemRelease(b->handle[i]));
     tm_release_call(tm_real.cuMemAddressFree(b->base, b->bytes));
 }
 
-static tm_backing_failure vmm_create(tm_backing *b, const tm_backing_target *target, tm_tier_id *tier,
-                                     CUresult *result)
+static tm_backing_failure vmm_create(tm_backing *b, const tm_backing_target *target, tm_backing_reuse *reuse,
+                                     tm_tier_id *tier, CUresult *result)
 {
     uint64_t chunk = b->plan.chunk_size;
     *result = tm_real.cuMemAddressReserve(&b->base, b->bytes, chunk, 0, 0);
@@ -73,8 +85,13 @@ static tm_backing_failure vmm_create(tm_backing *b, const tm_backing_target *tar
 
     for (uint64_t i = 0; i < b->plan.chunks; i++) {
         tm_tier_id t = tm_plan_chunk_tier(&b->plan, i);
-        CUmemAllocationProp prop = chunk_properties(target, t);
-        *result = tm_real.cuMemCreate(&b->handle[i], chunk, &prop, 0);
+        if (t == TM_TIER_HBM && reuse && reuse->used < reuse->count) {
+            b->handle[i] = reuse->handle[reuse->used++];
+            *result = CUDA_SUCCESS;
+        } else {
+            CUmemAllocationProp prop = chunk_properties(target, t);
+            *result = tm_real.cuMemCreate(&b->handle[i], chunk, &prop, 0);
+        }
         if (*result != CUDA_SUCCESS) {
             vmm_undo(b, i);
             *tier = t;
@@ -146,7 +163,7 @@ static tm_backing_failure pinned_create(tm_backing *b, const tm_backing_target *
 
 /* ---------------------------------------------------------------- both */
 
-tm_backing_failure tm_backing_create(const tm_plan *plan, const tm_backing_target *target,
+tm_backing_failure tm_backing_create(const tm_plan *plan, const tm_backing_target *target, tm_backing_reuse *reuse,
                                      tm_backing **out, tm_tier_id *tier, CUresult *result)
 {
     bool pinned = target->pinned_host && plan->per_tier[TM_TIER_HBM] == 0;
@@ -160,7 +177,8 @@ tm_backing_failure tm_backing_create(const tm_plan *plan, const tm_backing_targe
     b->bytes = plan->chunks * plan->chunk_size;
     b->pinned_host = pinned;
     *tier = TM_TIER_COUNT;
-    tm_backing_failure failure = pinned ? pinned_create(b, target, tier, result) : vmm_create(b, target, tier, result);
+    tm_backing_failure failure = pinned ? pinned_create(b, target, tier, result)
+                                          : vmm_create(b, target, reuse, tier, result);
     if (failure != TM_BACKING_OK) {
         free(b);
         return failure;
@@ -229,11 +247,22 @@ bool tm_backing_replace_chunk(tm_backing *b, uint64_t index, tm_tier_id tier, co
 
 void tm_backing_destroy(tm_backing *b)
 {
+    tm_backing_destroy_keeping(b, NULL, NULL);
+}
+
+void tm_backing_destroy_keeping(tm_backing *b, tm_backing_keep keep, void *arg)
+{
     if (b->pinned_host) {
         tm_release_call(tm_real.cuMemHostUnregister(b->host));
         munmap(b->host, b->bytes);
-    } else {
+    } else if (!keep) {
         vmm_undo(b, b->plan.chunks);
+    } else {
+        vmm_unmap(b, b->plan.chunks);
+        for (uint64_t i = 0; i < b->plan.chunks; i++)
+            if (!chunk_dropped(b, i))
+                keep(arg, tm_backing_chunk_tier(b, i), b->handle[i]);
+        tm_release_call(tm_real.cuMemAddressFree(b->base, b->bytes));
     }
     free(b->tier);
     free(b->moved);

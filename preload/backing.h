@@ -51,9 +51,18 @@ typedef enum tm_backing_failure {
     TM_BACKING_INTERNAL,       /* anything else: the caller passes the call through */
 } tm_backing_failure;
 
-/* Builds the backing for a plan. On failure nothing is left behind; *tier names the tier
- * at fault, *result the driver's answer. */
-tm_backing_failure tm_backing_create(const tm_plan *plan, const tm_backing_target *target,
+/* HBM chunks made before (pooled, chunk_pool.h) that a VMM backing maps before it creates
+ * any: `used` of `count` were taken. */
+typedef struct tm_backing_reuse {
+    const CUmemGenericAllocationHandle *handle; /* [count] */
+    size_t count;
+    size_t used;
+} tm_backing_reuse;
+
+/* Builds the backing for a plan, its HBM chunks from `reuse` first (may be NULL). On
+ * failure nothing is left behind (reused chunks taken are released too); *tier names the
+ * tier at fault, *result the driver's answer. */
+tm_backing_failure tm_backing_create(const tm_plan *plan, const tm_backing_target *target, tm_backing_reuse *reuse,
                                      tm_backing **out, tm_tier_id *tier, CUresult *result);
 
 /* The tier chunk `index` lives in now. */
@@ -71,5 +80,10 @@ bool tm_backing_replace_chunk(tm_backing *backing, uint64_t index, tm_tier_id ti
 
 /* Unmaps and releases everything (the caller has made sure nothing in flight uses it). */
 void tm_backing_destroy(tm_backing *backing);
+
+/* The same, but each VMM chunk's handle goes to `keep` (which releases or keeps it)
+ * instead of being released; pinned-host memory is released. */
+typedef void (*tm_backing_keep)(void *arg, tm_tier_id tier, CUmemGenericAllocationHandle handle);
+void tm_backing_destroy_keeping(tm_backing *backing, tm_backing_keep keep, void *arg);
 
 #endif /* TM_PRELOAD_BACKING_H */

@@ -7,12 +7,19 @@
 #include "preload/driver.h"
 #include "preload/stats.h"
 
+typedef struct pooled {
+    CUmemGenericAllocationHandle handle;
+    tm_device *device;                      /* whose memory it is */
+    CUmemAllocationHandleType handle_types; /* it was created exportable as these */
+} pooled;
+
 static struct {
-    CUmemGenericAllocationHandle handle[TM_CHUNK_POOL_MAX];
+    pooled chunk[TM_CHUNK_POOL_SLOTS];
     int count;
-    uint64_t chunk_size;       /* of the chunks pooled */
+    int per_device[TM_MAX_DEVICES];         /* of count, by device ordinal */
 } pool[TM_TIER_COUNT];
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static bool closed; /* after exit's drain: chunks given back are released */
 
 /* Charges a chunk's room in `tier` if it has it (one step with the placement of others). */
 static bool charge_room(tm_device *device, tm_tier_id tier)
@@ -45,12 +52,38 @@ static bool create_chunk(tm_device *device, tm_tier_id tier, CUmemGenericAllocat
     return true;
 }
 
+/* Pooled chunks a device may keep in a tier. */
+static int bound(const tm_device *device, tm_tier_id tier)
+{
+    if (tier != TM_TIER_HBM || device->policy.chunk_size == 0)
+        return TM_CHUNK_POOL_MAX;
+    uint64_t share = device->tiers.tier[TM_TIER_HBM].limit / 64 / device->policy.chunk_size;
+    if (share < TM_CHUNK_POOL_MAX)
+        return TM_CHUNK_POOL_MAX;
+    return share < TM_CHUNK_POOL_SLOTS ? (int)share : TM_CHUNK_POOL_SLOTS;
+}
+
+/* Pops up to `max` chunks of `device` into `out`; under pool_lock. */
+static size_t pop(tm_device *device, tm_tier_id tier, CUmemGenericAllocationHandle *out, size_t max)
+{
+    size_t got = 0;
+    if (device->ordinal < 0 || device->ordinal >= TM_MAX_DEVICES || pool[tier].per_device[device->ordinal] == 0)
+        return 0;
+    for (int i = pool[tier].count - 1; i >= 0 && got < max; i--) {
+        pooled *p = &pool[tier].chunk[i];
+        if (p->device != device || p->handle_types != device->target.handle_types)
+            continue;
+        out[got++] = p->handle;
+        *p = pool[tier].chunk[--pool[tier].count];
+        pool[tier].per_device[device->ordinal]--;
+    }
+    return got;
+}
+
 bool tm_chunk_pool_take(tm_device *device, tm_tier_id tier, CUmemGenericAllocationHandle *handle)
 {
     pthread_mutex_lock(&pool_lock);
-    bool pooled = pool[tier].count > 0;
-    if (pooled)
-        *handle = pool[tier].handle[--pool[tier].count];
+    bool pooled = pop(device, tier, handle, 1) == 1;
     pthread_mutex_unlock(&pool_lock);
     if (pooled) {
         tm_stat_add(pool_hits, 1);
@@ -60,13 +93,22 @@ bool tm_chunk_pool_take(tm_device *device, tm_tier_id tier, CUmemGenericAllocati
     return create_chunk(device, tier, handle);
 }
 
+size_t tm_chunk_pool_take_many(tm_device *device, tm_tier_id tier, CUmemGenericAllocationHandle *out, size_t max)
+{
+    pthread_mutex_lock(&pool_lock);
+    size_t got = pop(device, tier, out, max);
+    pthread_mutex_unlock(&pool_lock);
+    return got;
+}
+
 void tm_chunk_pool_give(tm_device *device, tm_tier_id tier, CUmemGenericAllocationHandle handle)
 {
     pthread_mutex_lock(&pool_lock);
-    bool kept = pool[tier].count < TM_CHUNK_POOL_MAX;
+    bool kept = !closed && device->ordinal >= 0 && device->ordinal < TM_MAX_DEVICES && pool[tier].count < TM_CHUNK_POOL_SLOTS &&
+                pool[tier].per_device[device->ordinal] < bound(device, tier);
     if (kept) {
-        pool[tier].handle[pool[tier].count++] = handle;
-        pool[tier].chunk_size = device->policy.chunk_size;
+        pool[tier].chunk[pool[tier].count++] = (pooled){ handle, device, device->target.handle_types };
+        pool[tier].per_device[device->ordinal]++;
     }
     pthread_mutex_unlock(&pool_lock);
     if (!kept) {
@@ -75,13 +117,25 @@ void tm_chunk_pool_give(tm_device *device, tm_tier_id tier, CUmemGenericAllocati
     }
 }
 
+uint64_t tm_chunk_pool_bytes(const tm_device *device, tm_tier_id tier)
+{
+    if (device->ordinal < 0 || device->ordinal >= TM_MAX_DEVICES)
+        return 0;
+    pthread_mutex_lock(&pool_lock);
+    uint64_t count = (uint64_t)pool[tier].per_device[device->ordinal];
+    pthread_mutex_unlock(&pool_lock);
+    return count * device->policy.chunk_size;
+}
+
 void tm_chunk_pool_fill(tm_device *device, tm_tier_id tier, int count)
 {
     if (count > TM_CHUNK_POOL_MAX)
         count = TM_CHUNK_POOL_MAX;
+    if (device->ordinal < 0 || device->ordinal >= TM_MAX_DEVICES)
+        return;
     for (;;) {
         pthread_mutex_lock(&pool_lock);
-        bool enough = pool[tier].count >= count;
+        bool enough = pool[tier].per_device[device->ordinal] >= count;
         pthread_mutex_unlock(&pool_lock);
         CUmemGenericAllocationHandle handle;
         if (enough || !create_chunk(device, tier, &handle))
@@ -93,19 +147,22 @@ void tm_chunk_pool_fill(tm_device *device, tm_tier_id tier, int count)
 void tm_chunk_pool_forget_in_child(void)
 {
     pthread_mutex_init(&pool_lock, NULL);
-    for (int t = 0; t < TM_TIER_COUNT; t++)
-        pool[t].count = 0;
+    memset(pool, 0, sizeof pool);
+    closed = false;
 }
 
-void tm_chunk_pool_drain(void)
+void tm_chunk_pool_drain(bool close)
 {
     pthread_mutex_lock(&pool_lock);
+    closed = closed || close;
     for (int t = 0; t < TM_TIER_COUNT; t++) {
         for (int i = 0; i < pool[t].count; i++) {
-            tm_release_call(tm_real.cuMemRelease(pool[t].handle[i]));
-            tm_device_charge(tm_device_ready(), (tm_tier_id)t, -(int64_t)pool[t].chunk_size, 0); /* the migrating device's */
+            pooled *p = &pool[t].chunk[i];
+            tm_release_call(tm_real.cuMemRelease(p->handle));
+            tm_device_charge(p->device, (tm_tier_id)t, -(int64_t)p->device->policy.chunk_size, 0);
         }
         pool[t].count = 0;
+        memset(pool[t].per_device, 0, sizeof pool[t].per_device);
     }
     pthread_mutex_unlock(&pool_lock);
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "preload/alloc.h"
+#include "preload/chunk_pool.h"
 #include "preload/device_plan.h"
 #include "preload/hook.h"
 #include "preload/ipc.h"
@@ -18,6 +19,10 @@ static void memory_view(const tm_device *device, uint64_t driver_free, uint64_t 
 {
     tm_tiers now;
     tm_device_tiers_now(device, &now);
+    /* pooled chunks are room any allocation may have (chunk_pool.h) */
+    uint64_t pooled = tm_chunk_pool_bytes(device, TM_TIER_HBM);
+    now.tier[TM_TIER_HBM].used -= pooled < now.tier[TM_TIER_HBM].used ? pooled : now.tier[TM_TIER_HBM].used;
+    driver_free = driver_free + pooled < driver_total ? driver_free + pooled : driver_total;
     tm_meminfo(&now, &device->policy.order, tm_settings()->meminfo, driver_free, driver_total, free, total);
 }
 

@@ -254,7 +254,7 @@ void tm_migrate_shutdown(void)
         tm_release_call(tm_real.cuMemAddressFree(staging, TM_MIGRATE_BATCH * staging_chunk));
     staging = 0;
     tm_migrate_unlock();
-    tm_chunk_pool_drain();
+    tm_chunk_pool_drain(true);
 }
 
 /* ---------------------------------------------------------------- the exported entry */

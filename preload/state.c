@@ -119,9 +119,10 @@ static void log_exit_summary(void)
     for (int t = 0; t < TM_STATS_TIERS; t++)
         tm_format_size(tm_stats->tier[t].peak, peak[t], sizeof peak[t]);
     tm_info("exit: peak hbm %s, cxl %s, ddr %s; %llu allocations (%llu out of memory), %llu passed through "
-            "after an internal error",
+            "after an internal error; chunks %llu created, %llu reused from the pool",
             peak[0], peak[1], peak[2], (unsigned long long)tm_stats->alloc_total,
-            (unsigned long long)tm_stats->oom_total, (unsigned long long)tm_stats->passthrough_total);
+            (unsigned long long)tm_stats->oom_total, (unsigned long long)tm_stats->passthrough_total,
+            (unsigned long long)tm_stats->chunks_created, (unsigned long long)tm_stats->chunks_reused);
 }
 
 /* Stops moving memory and closes the stats region. What the program left allocated stays:

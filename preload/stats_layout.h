@@ -154,7 +154,10 @@ typedef struct tm_stats_header {
                                    * the process leaves heat to it */
     uint64_t rebalance_budget;    /* bytes the rebalancer's last pass could move (rate times
                                    * the time since the pass before) */
-    uint64_t heat_reserved[3];
+    uint64_t chunks_reused;       /* chunks of chunked allocations mapped from the pool of
+                                   * chunks freed before (in what was reserved space) */
+    uint64_t chunks_created;      /* ... created for them (cuMemCreate) */
+    uint64_t heat_reserved[1];
     /* devices (version 4) */
     uint32_t device_count;        /* entries of devices[] in use */
     uint32_t device_reserved;

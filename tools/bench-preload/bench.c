@@ -6,6 +6,7 @@
  *                     allocations and 2 integers (what `launch` heat reads when it samples)
  *   alloc_free_small  cuMemAlloc + cuMemFree of 4 KiB (passed through, counted)
  *   alloc_free_tiered cuMemAlloc + cuMemFree of 8 MiB (4 chunks under the interposer)
+ *   alloc_free_64m    cuMemAlloc + cuMemFree of 64 MiB (32 chunks)
  *   memcpy_htod_4k    cuMemcpyHtoD of 4 KiB
  *   lookup_10         cuMemGetAddressRange of an inner address, 10 live allocations
  *   lookup_100000     the same with 100 000 live allocations
@@ -215,6 +216,10 @@ int main(int argc, char **argv)
     });
     MEASURE("alloc_free_tiered", 2000, {
         CHECK(cuMemAlloc(&p, 8 << 20));
+        CHECK(cuMemFree(p));
+    });
+    MEASURE("alloc_free_64m", 500, {
+        CHECK(cuMemAlloc(&p, 64 << 20));
         CHECK(cuMemFree(p));
     });
     static char host[4096];

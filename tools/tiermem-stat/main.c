@@ -287,6 +287,8 @@ static void print_json(const tm_stats_snapshot *s, const char *path, const size_
            (unsigned long long)h->migration_rewrites, (unsigned long long)h->pool_hits,
            (unsigned long long)h->pool_misses, (unsigned long long)h->ping_pongs,
            (unsigned long long)h->migrate_rate, (unsigned long long)h->last_rebalance_ns);
+    printf("\"chunks_created\":%llu,\"chunks_reused\":%llu,",
+           (unsigned long long)h->chunks_created, (unsigned long long)h->chunks_reused);
     printf("\"rebalance_budget\":%llu,\"since_rebalance_ns\":%lld,\"migrations_by_pair\":{",
            (unsigned long long)h->rebalance_budget, since_rebalance_ns(h));
     for (int from = 0; from < TM_STATS_TIERS; from++)
