@@ -2,6 +2,7 @@
 #include "preload/device.h"
 
 #include "preload/alloc.h"
+#include "preload/chunk_pool.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -167,6 +168,18 @@ void tm_device_charge(tm_device *d, tm_tier_id tier, int64_t bytes, int64_t chun
     uint64_t used = __atomic_add_fetch(&d->hbm_used, (uint64_t)bytes, __ATOMIC_RELAXED);
     uint64_t held = __atomic_add_fetch(&d->hbm_chunks, (uint64_t)chunks, __ATOMIC_RELAXED);
     tm_stats_device_set(d->stats_slot, used, held);
+}
+
+void tm_device_memory_view(const tm_device *d, uint64_t driver_free, uint64_t driver_total, uint64_t *free,
+                           uint64_t *total)
+{
+    tm_tiers now;
+    tm_device_tiers_now(d, &now);
+    /* pooled chunks are room any allocation may have (chunk_pool.h) */
+    uint64_t pooled = tm_chunk_pool_bytes(d, TM_TIER_HBM);
+    now.tier[TM_TIER_HBM].used -= pooled < now.tier[TM_TIER_HBM].used ? pooled : now.tier[TM_TIER_HBM].used;
+    driver_free = driver_free + pooled < driver_total ? driver_free + pooled : driver_total;
+    tm_meminfo(&now, &d->policy.order, tm_settings()->meminfo, driver_free, driver_total, free, total);
 }
 
 void tm_device_place_lock(tm_device *d)

@@ -41,6 +41,11 @@ tm_device *tm_device_current(CUcontext *ctx);
  * calls. */
 tm_device *tm_device_ready(void);
 
+/* cuMemGetInfo's free and total of the device in the configured view, from the driver's
+ * answer (pooled chunks count as free: any allocation may have them). */
+void tm_device_memory_view(const tm_device *device, uint64_t driver_free, uint64_t driver_total, uint64_t *free,
+                           uint64_t *total);
+
 /* Placement decisions and their charges, as one step: the device's lock, and the shared
  * ledger's, so that processes sharing a lower tier never count on the same room. */
 void tm_device_place_lock(tm_device *device);

@@ -5,7 +5,6 @@
 #include <string.h>
 
 #include "preload/alloc.h"
-#include "preload/chunk_pool.h"
 #include "preload/device_plan.h"
 #include "preload/hook.h"
 #include "preload/ipc.h"
@@ -13,18 +12,6 @@
 #include "preload/stream_free.h"
 
 /* ---------------------------------------------------------------- free and total */
-
-static void memory_view(const tm_device *device, uint64_t driver_free, uint64_t driver_total, uint64_t *free,
-                        uint64_t *total)
-{
-    tm_tiers now;
-    tm_device_tiers_now(device, &now);
-    /* pooled chunks are room any allocation may have (chunk_pool.h) */
-    uint64_t pooled = tm_chunk_pool_bytes(device, TM_TIER_HBM);
-    now.tier[TM_TIER_HBM].used -= pooled < now.tier[TM_TIER_HBM].used ? pooled : now.tier[TM_TIER_HBM].used;
-    driver_free = driver_free + pooled < driver_total ? driver_free + pooled : driver_total;
-    tm_meminfo(&now, &device->policy.order, tm_settings()->meminfo, driver_free, driver_total, free, total);
-}
 
 CUresult CUDAAPI cuMemGetInfo_v2(size_t *free, size_t *total)
 {
@@ -40,7 +27,7 @@ CUresult CUDAAPI cuMemGetInfo_v2(size_t *free, size_t *total)
     tm_device *device = tm_device_current(&ctx);
     uint64_t view_free = driver_free, view_total = driver_total;
     if (device)
-        memory_view(device, driver_free, driver_total, &view_free, &view_total);
+        tm_device_memory_view(device, driver_free, driver_total, &view_free, &view_total);
     *free = (size_t)view_free;
     *total = (size_t)view_total;
     return CUDA_SUCCESS;

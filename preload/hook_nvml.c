@@ -52,12 +52,13 @@ static bool nvml_view(nvmlDevice_t handle, unsigned long long *free, unsigned lo
     if (!tm_tiering_on() || !device_index || device_index(handle, &ordinal) != NVML_SUCCESS ||
         !tm_device_view_total((CUdevice)ordinal, &view_total))
         return false;
-    const tm_device_plan *plan = tm_device_plan_of((CUdevice)ordinal);
-    tm_device *device = tm_device_ready();
-    tm_tiers tiers = plan->tiers; /* before any allocation: nothing used yet */
-    if (device && device->ordinal == (CUdevice)ordinal)
-        tm_device_tiers_now(device, &tiers);
-    tm_meminfo(&tiers, &tm_settings()->order, tm_settings()->meminfo, *free, *total, &view_free, &view_total);
+    const tm_device *device = tm_device_of((CUdevice)ordinal);
+    if (device) {
+        tm_device_memory_view(device, *free, *total, &view_free, &view_total);
+    } else { /* before any allocation on it: nothing used yet */
+        const tm_tiers *tiers = &tm_device_plan_of((CUdevice)ordinal)->tiers;
+        tm_meminfo(tiers, &tm_settings()->order, tm_settings()->meminfo, *free, *total, &view_free, &view_total);
+    }
     *free = view_free;
     *total = view_total;
     return true;

@@ -42,19 +42,34 @@ __attribute__((visibility("hidden"))) dlsym_fn tm_glibc_dlsym_base;
 __attribute__((visibility("hidden"))) dlvsym_fn tm_glibc_dlvsym_2_34;
 __attribute__((visibility("hidden"))) dlvsym_fn tm_glibc_dlvsym_base;
 
+/* The code below runs inside the first dlsym of the process, possibly a sanitizer's while
+ * it sets itself up, before its shadow memory and interceptors exist: it is left
+ * uninstrumented and calls no library function but glibc's dlvsym. */
+#define TM_RUNS_BEFORE_SANITIZERS __attribute__((no_sanitize_address, no_sanitize_undefined, noinline))
+
+TM_RUNS_BEFORE_SANITIZERS static bool same_name(const char *a, const char *b)
+{
+    while (*a && *a == *b)
+        a++, b++;
+    return *a == *b;
+}
+
 /* Where the C library defines `name` (its default version), read from its dynamic
  * symbol table. This is how glibc's dlvsym is reached at all: every lookup of dlvsym by
  * name and version, this library's own calls included, finds our entry point first. */
-static void *libc_definition(const char *name)
+TM_RUNS_BEFORE_SANITIZERS static void *libc_definition(const char *name)
 {
-    void *libc = dlopen(LIBC_SO, RTLD_LAZY | RTLD_NOLOAD);
-    struct link_map *map = NULL;
-    if (!libc)
-        return NULL;
-    if (dlinfo(libc, RTLD_DI_LINKMAP, &map) != 0 || !map) {
-        dlclose(libc);
-        return NULL;
+    struct link_map *map = _r_debug.r_map; /* the loader's list of objects, read without a call */
+    for (; map; map = map->l_next) {
+        const char *base = map->l_name;
+        for (const char *c = map->l_name; c && *c; c++)
+            if (*c == '/')
+                base = c + 1;
+        if (base && same_name(base, LIBC_SO))
+            break;
     }
+    if (!map)
+        return NULL;
     const ElfW(Sym) *symbols = NULL;
     const char *strings = NULL;
     const ElfW(Versym) *versions = NULL;
@@ -71,18 +86,17 @@ static void *libc_definition(const char *name)
     void *found = NULL;
     /* the symbol table ends where the string table starts, as linkers lay them out */
     for (const ElfW(Sym) *s = symbols; s && strings && (const char *)s < strings; s++) {
-        if (ELF64_ST_TYPE(s->st_info) != STT_FUNC || s->st_shndx == SHN_UNDEF || strcmp(strings + s->st_name, name))
+        if (ELF64_ST_TYPE(s->st_info) != STT_FUNC || s->st_shndx == SHN_UNDEF || !same_name(strings + s->st_name, name))
             continue;
         found = (void *)(map->l_addr + s->st_value);
         if (!versions || !(versions[s - symbols] & 0x8000)) /* the default version, not a hidden one */
             break;
     }
-    dlclose(libc);
     return found;
 }
 
 /* All four at once: any entry point that finds its slot empty calls this. */
-__attribute__((visibility("hidden"))) void tm_resolve_glibc_dlsym(void)
+TM_RUNS_BEFORE_SANITIZERS __attribute__((visibility("hidden"))) void tm_resolve_glibc_dlsym(void)
 {
     dlvsym_fn glibc_dlvsym = (dlvsym_fn)libc_definition("dlvsym");
     if (!glibc_dlvsym)
