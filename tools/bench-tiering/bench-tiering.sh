@@ -28,7 +28,10 @@
 #
 #   BENCH_TIERING_DEVICE_MIB (12), BENCH_TIERING_RATIOS ("1.0 1.25 1.5 1.75 2 2.5 3"),
 #   BENCH_TIERING_PROFILES ("h200-pcie5 gh200-c2c"), BENCH_TIERING_DECODE (2 steps timed),
-#   BENCH_TIERING_WARMUP (8 decode steps before them)
+#   BENCH_TIERING_WARMUP (8 decode steps before them), BENCH_TIERING_KV_WARMUP (40: the same
+#   for the KV pool, whose heat needs more passes to show), BENCH_TIERING_ONLY (the sections
+#   to run, of "sweep vocab kv goals file stream occupancy plots"; goals, occupancy and plots
+#   read what sweep and vocab measured: BENCH_TIERING_ONLY=kv runs the KV pool alone)
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 O=${O:-build}
@@ -45,6 +48,14 @@ RATIOS=${BENCH_TIERING_RATIOS:-1.0 1.25 1.5 1.75 2 2.5 3}
 PROFILES=${BENCH_TIERING_PROFILES:-h200-pcie5 gh200-c2c}
 DECODE=${BENCH_TIERING_DECODE:-2}
 WARMUP=${BENCH_TIERING_WARMUP:-8}
+KV_WARMUP=${BENCH_TIERING_KV_WARMUP:-40}
+ONLY=${BENCH_TIERING_ONLY:-sweep vocab kv goals file stream occupancy plots}
+for s in $ONLY; do
+  case " sweep vocab kv goals file stream occupancy plots " in *" $s "*) ;;
+    *) echo "bench-tiering: BENCH_TIERING_ONLY: no section '$s' (sweep vocab kv goals file stream occupancy plots)" >&2
+       exit 2 ;; esac
+done
+want() { [[ " $ONLY " == *" $1 "* ]]; }
 STEADY=(-n $((WARMUP + DECODE + 1)) --warmup $WARMUP)
 BIG_MIB=$((DEVICE_MIB * 8 + 256))     # "all in HBM": a device large enough for any model here
 KV=(--kv-dtype f16 --kv-blocks 48)    # f16: no fp8 calibration pass; 48 blocks hold either run
@@ -155,7 +166,7 @@ bound_ms() {
 # ------------------------------------------------------------------ the sweep
 ROWS=$OUT/tiering.tsv
 printf 'profile\tmode\tratio\tpolicy\tstep_ms\tbound_ms\n' >"$ROWS"
-for profile in $PROFILES; do
+want sweep && for profile in $PROFILES; do
   for r in $RATIOS; do
     for mode in decode1 decode16 prefill; do
       read -r step w d p ref < <(run_one "$profile" hbm "${MODEL[$r]}" $mode)
@@ -173,7 +184,8 @@ done
 
 # ------------------------------------------------------------------ the table
 TABLE=$OUT/tiering.txt
-awk -F'\t' -v cols="$columns" -v dev="$DEVICE_MIB" 'NR > 1 {
+: >"$TABLE"
+want sweep && awk -F'\t' -v cols="$columns" -v dev="$DEVICE_MIB" 'NR > 1 {
     key = $1 "|" $2; if (!(key in seen)) { seen[key] = 1; order[++n] = key }
     if (!(($1 "|" $2 "|" $3) in rseen)) { rseen[$1 "|" $2 "|" $3] = 1; rs[key] = rs[key] " " $3 }
     step[key "|" $3 "|" $4] = $5; bound[key "|" $3] = $6 }
@@ -201,11 +213,11 @@ awk -F'\t' -v cols="$columns" -v dev="$DEVICE_MIB" 'NR > 1 {
     }
   }' "$ROWS" | tee "$TABLE"
 
-# ------------------------------------------------------------------ large vocabulary, virtual KV
+# ------------------------------------------------------------------ large vocabulary
 first=${PROFILES%% *}
 "$MK" -o "$T/v128k.gguf" --vocab 131072 --layers 2 --dim 32 --heads 2 --kv-heads 1 --ffn 64 --type f32 |
   sed 's/^/# /'
-{
+want vocab && {
   printf '\n%s, 128k-token vocabulary (token_embd %s, mostly cold), decode batch 1:\n' "$first" \
     "$(awk 'BEGIN { printf "%.0f MiB", 131072 * 32 * 4 / 1048576 }')"
   read -r hstep w d p ref < <(run_one "$first" hbm "$T/v128k.gguf" decode1)
@@ -223,32 +235,95 @@ first=${PROFILES%% *}
   done
   echo "heat against size: $(speedup "${vstep[size]}" "${vstep[heat]}")x faster (goal: at least 1.3)"
 
-  r=$(awk '{ print (NF > 1 ? $2 : $1) }' <<<"$RATIOS")
-  printf '\n%s, %sx model, decode batch 16, KV pool sized by the engine from free memory:\n' "$first" $r
-  printf '%-10s %-8s %10s %12s %10s\n' meminfo policy kv_blocks "kv MiB" "step ms"
-  declare -A kstep
-  for view in physical virtual; do
-    for policy in size heat; do
-      env "${SIM[@]}" SIMCUDA_PROFILE="$first" SIMCUDA_MEM=${DEVICE_MIB}M LD_PRELOAD="$LIB" TIERMEM_MEMINFO=$view \
-        TIERMEM_POLICY=$policy TIERMEM_DDR_LIMIT=$((DEVICE_MIB * 16))M "$LLM" -m "${MODEL[$r]}" \
-        --prompts-file "$T/prompts16" "${STEADY[@]}" --kv-dtype f16 >/dev/null 2>"$T/run.err" ||
-        cp "$T/run.err" "$OUT/tiering-failed-kv-$view-$policy.log"
-      if [ -z "$(field kv_blocks "$T/run.err")" ]; then
-        printf '%-10s %-8s %s\n' $view $policy "no KV pool: $(sed -n 's/^error: //p' "$T/run.err" | head -n 1)"
-        continue
-      fi
-      kstep[$view.$policy]=$(field sim_decode_step_ms "$T/run.err")
-      printf '%-10s %-8s %10s %12s %10s\n' $view $policy "$(field kv_blocks "$T/run.err")" \
-        "$(awk -v b="$(field kv_bytes "$T/run.err")" 'BEGIN { printf "%.1f", b / 1048576 }')" "${kstep[$view.$policy]}"
-    done
+} | tee -a "$TABLE"
+
+# ------------------------------------------------------------------ the KV pool under TIERMEM_MEMINFO=virtual
+# A server's shape: 16 sequences of about 130 tokens decoding together, full multi-head
+# attention with f32 KV (8 KiB a token over 4 layers), so that the KV bytes a step reads
+# (about 19 MiB) are close to the weights (29 MiB, 1.2x a 24 MiB device); an 8192-token
+# vocabulary whose embedding (8 MiB, loaded first) is read a row per token. The engine
+# sizes its pool from cuMemGetInfo (0.9 of free, at most what the sequences use, as
+# llama.cpp sizes to n_ctx): under `virtual` HBM plus DDR, under `physical` HBM's free
+# bytes, none once the weights filled it. Its bound counts what a step reads: every weight
+# but the embedding table (its rows are a sliver), and the KV of every position of every
+# sequence; what does not fit in the device crosses the link. The reference row is `size`
+# with the embedding placed in DDR by a rule (TIERMEM_RULES), the placement a policy that
+# knew what each chunk holds would reach. KV in HBM: the share of the pool's chunks in HBM
+# in the last stats sample before exit (the pool holds only blocks in use by then).
+KV_MIB=24 KV_SEQS=16 KV_TOKEN_BYTES=$((4 * 2 * 256 * 4))
+"$MK" -o "$T/kv.gguf" --layers 4 --vocab 8192 --dim 256 --heads 4 --kv-heads 4 --ffn 768 --type f32 | sed 's/^/# kv: /'
+for i in $(seq 1 $KV_SEQS); do for j in $(seq 1 30); do printf 'once upon a time '; done; echo "$i"; done >"$T/prompts-kv"
+
+# run_kv VIEW POLICY [ENV...] -> the run's stderr in $T/kv.err, the last stats sample in $T/kv.json
+run_kv() {
+  local env=("${SIM[@]}" SIMCUDA_PROFILE="$first" TIERMEM_LEDGER=off) pid
+  if [ "$2" = hbm ]; then env+=(SIMCUDA_MEM=${BIG_MIB}M); else
+    env+=(SIMCUDA_MEM=${KV_MIB}M LD_PRELOAD="$LIB" TIERMEM_MEMINFO=$1 TIERMEM_POLICY=$2 TIERMEM_DDR_LIMIT=192M); fi
+  shift 2
+  : >"$T/kv.json"
+  env "${env[@]}" "$@" "$LLM" -m "$T/kv.gguf" --prompts-file "$T/prompts-kv" -n $((KV_WARMUP + DECODE + 1)) \
+    --warmup $KV_WARMUP --kv-dtype f32 -v >/dev/null 2>"$T/kv.err" &
+  pid=$!
+  while kill -0 $pid 2>/dev/null; do
+    "$STAT" --json $pid >"$T/kv.sample" 2>/dev/null && grep -q '"state":"running"' "$T/kv.sample" &&
+      cp "$T/kv.sample" "$T/kv.json"
+    sleep 0.2
   done
+  wait $pid
+}
+
+want kv && {
+  printf '\n%s, KV pool sized from free memory: %d sequences of about 130 tokens, f32 KV, decode batch 16\n' \
+    "$first" $KV_SEQS
+  printf '(29 MiB of weights, device %d MiB, %d warm-up steps left out)\n' $KV_MIB $KV_WARMUP
+  printf '%-10s %-14s %9s %8s %10s %10s %8s %10s\n' meminfo policy kv_blocks "kv MiB" "KV MiB/step" "step ms" \
+    "/ bound" "KV in HBM"
+  declare -A kstep
+  run_kv - hbm || cp "$T/kv.err" "$OUT/tiering-failed-kv-hbm.log"
+  ref=$(grep 'generated ids:' "$T/kv.err" | md5sum | cut -c1-12)
+  p=$(field prompt_tokens "$T/kv.err") w=$(field weight_bytes "$T/kv.err")
+  # positions a timed step reads: the prompts, then each sequence's generated tokens
+  kv_read=$(awk -v p="$p" -v s=$KV_SEQS -v n=$((KV_WARMUP + DECODE / 2 + 1)) -v t=$KV_TOKEN_BYTES \
+    'BEGIN { printf "%d", (p + s * n) * t }')
+  bound=$(awk -v hbm="$(param "$first" hbm_gbps)" -v link="$(param "$first" h2d_gbps)" -v tf="$(param "$first" tflops)" \
+      -v w="$w" -v embd=$((8192 * 256 * 4)) -v kv="$kv_read" -v s=$KV_SEQS -v dev=$((KV_MIB << 20)) 'BEGIN {
+    read = w - embd + kv; spill = read - dev; if (spill < 0) spill = 0
+    t = (read - spill) / (hbm * 1e6); l = spill / (link * 1e6); c = 2 * (w / 4) * s / (tf * 1e9)
+    if (l > t) t = l; if (c > t) t = c; printf "%.6f", t }')
+  for row in "virtual size" "virtual heat" "virtual size+rule" "physical size" "physical heat"; do
+    read -r view policy <<<"$row"
+    case $policy in
+      size+rule) run_kv $view size TIERMEM_RULES=name=token_embd.weight=ddr ;;
+      *) run_kv $view $policy ;;
+    esac || cp "$T/kv.err" "$OUT/tiering-failed-kv-$view-$policy.log"
+    if [ -z "$(field kv_blocks "$T/kv.err")" ]; then
+      printf '%-10s %-14s %s\n' $view $policy "no KV pool: $(sed -n 's/^error: //p' "$T/kv.err" | head -n 1 | cut -c1-70)..."
+      continue
+    fi
+    step=$(field sim_decode_step_ms "$T/kv.err")
+    kstep[$view.$policy]=$step
+    same_tokens "KV pool, $view $policy" "$ref" "$(grep 'generated ids:' "$T/kv.err" | md5sum | cut -c1-12)"
+    # the pool: allocations of kv_bytes / (2 x layers) that hold no model-file tensor
+    share=$(awk -v size=$(($(field kv_bytes "$T/kv.err") / 8)) '
+      index($0, "\"size\":" size ",") && index($0, "\"tensor\":null") {
+        match($0, /"hbm":[0-9]+/); h += substr($0, RSTART + 6, RLENGTH - 6)
+        match($0, /"ddr":[0-9]+/); n += substr($0, RSTART + 6, RLENGTH - 6)
+        match($0, /"cxl":[0-9]+/); n += substr($0, RSTART + 6, RLENGTH - 6) }
+      END { if (h + n > 0) printf "%.0f%%", 100 * h / (h + n); else print "?" }' "$T/kv.json")
+    printf '%-10s %-14s %9s %8.1f %10.1f %10s %8s %10s\n' $view $policy "$(field kv_blocks "$T/kv.err")" \
+      "$(awk -v b="$(field kv_bytes "$T/kv.err")" 'BEGIN { print b / 1048576 }')" \
+      "$(awk -v b="$kv_read" 'BEGIN { print b / 1048576 }')" "$step" \
+      "$(awk -v s="$step" -v b="$bound" 'BEGIN { if (s + 0 > 0) printf "%.2f", s / b; else print "fail" }')" "$share"
+  done
+  echo "link bound $bound ms (weights but the embedding, and the KV, read once a step)"
   echo "virtual KV pool, heat against size: $(speedup "${kstep[virtual.size]}" "${kstep[virtual.heat]}")x faster" \
-    "(goal: at least 1.3)"
+    "(goal: at least 1.3); size with the embedding in DDR by rule: $(speedup "${kstep[virtual.size]}" \
+    "${kstep[virtual.size+rule]}")x"
 } | tee -a "$TABLE"
 
 # ------------------------------------------------------------------ the heat policy's goals
 "$MK" -o "$T/fits.gguf" --layers 1 --vocab 1024 "${SHAPE[@]}" | sed 's/^/# fits: /'
-{
+want goals && {
   printf '\n%s, the heat policy (steady-state decode, %d warm-up steps left out):\n' "$first" $WARMUP
   for mode in decode1 decode16; do
     awk -F'\t' -v p="$first" -v m=$mode 'NR > 1 && $1 == p && $2 == m && $5 != "fail" {
@@ -298,7 +373,7 @@ first=${PROFILES%% *}
 # part).
 FILE_MIB=24
 "$MK" -o "$T/file.gguf" --layers 2 --dim 768 --heads 12 --kv-heads 3 --ffn 2048 --type f32 | sed 's/^/# /'
-{
+want file && {
   printf '\n%s, 53 MiB of weights, HBM %d MiB + DDR %d MiB, decode batch 1: the file tier (TIERMEM_FILE_TIER=1)\n' \
     "$first" $FILE_MIB $FILE_MIB
   printf '%-12s %10s %10s %8s %16s\n' run "step ms" "bound ms" "/ bound" "read back/step"
@@ -326,14 +401,14 @@ FILE_MIB=24
 } | tee -a "$TABLE"
 
 # ------------------------------------------------------------------ zero-copy against streaming
-O=$O "$ROOT/tools/bench-tiering/bench-stream.sh" | tee -a "$TABLE"
+want stream && O=$O "$ROOT/tools/bench-tiering/bench-stream.sh" | tee -a "$TABLE"
 
 # ------------------------------------------------------------------ tier occupancy over time
 # The 1.75x model decoding at batch 16 under each policy, its stats region sampled.
 OCC=$OUT/tiering-occupancy.tsv
 printf 'policy\tseconds\thbm_mib\tddr_mib\tmanaged_mib\n' >"$OCC"
 r=$(awk '{ print (NF > 3 ? $4 : $NF) }' <<<"$RATIOS")
-for policy in $policies; do
+want occupancy && for policy in $policies; do
   min=(); case $policy in managed*) min=(TIERMEM_MIN_TIERED=64K) ;; esac
   env "${SIM[@]}" "${min[@]}" SIMCUDA_PROFILE="$first" SIMCUDA_MEM=${DEVICE_MIB}M LD_PRELOAD="$LIB" TIERMEM_POLICY=$policy \
     "$LLM" -m "${MODEL[$r]}" --prompts-file "$T/prompts16" -n $((DECODE * 4)) "${KV[@]}" >/dev/null 2>&1 &
@@ -355,7 +430,7 @@ done
 # (output.weight, read whole every token) and how much the cold one (token_embd.weight).
 HOT=$OUT/tiering-hot.tsv
 printf 'policy\tseconds\toutput_hbm_mib\tembd_hbm_mib\n' >"$HOT"
-for policy in size heat; do
+want occupancy && for policy in size heat; do
   env "${SIM[@]}" SIMCUDA_PROFILE="$first" SIMCUDA_MEM=${DEVICE_MIB}M LD_PRELOAD="$LIB" TIERMEM_POLICY=$policy \
     "$LLM" -m "$T/v128k.gguf" --prompts-file "$T/prompts1" -n 400 "${KV[@]}" >/dev/null 2>&1 &
   pid=$! t0=$(date +%s.%N)
@@ -372,7 +447,7 @@ for policy in size heat; do
 done
 
 # ------------------------------------------------------------------ plots
-if command -v gnuplot >/dev/null; then
+if want plots && command -v gnuplot >/dev/null; then
   np=$(wc -w <<<"$PROFILES")
   # one file per line of a plot: "ratio step/bound"
   mkdir -p "$T/series"
