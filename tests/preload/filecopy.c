@@ -6,8 +6,10 @@
  *       mapping of the file, from a buffer pread fills, or through a pinned staging buffer
  *       (cuMemHostAlloc, cuMemcpyHtoDAsync); once the moves name rules queued are done, prints
  *       one line per tensor from this process's stats region, then reads each tensor back
- *       and compares it with the file:
- *       "tensor NAME stats-name=NAME hbm=H cxl=C ddr=D", then "moves name_moves=N migrations=M"
+ *       and compares it with the file, frees them all and prints cuMemGetInfo's free memory
+ *       before the first allocation and after the last free:
+ *       "tensor NAME stats-name=NAME hbm=H cxl=C ddr=D", then "moves name_moves=N migrations=M",
+ *       then "meminfo free before=B after=A"
  *   filecopy checksum FILE        read() the whole file in 1000-byte steps, print a checksum
  *
  * The tensor table comes from the interposer's own parser (tensor_table.h), which the
@@ -103,6 +105,8 @@ static int load(const char *mode, const char *path)
     const uint8_t *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
     if (map == MAP_FAILED) return 1;
     probe_init();
+    size_t free_before, free_after, total;
+    CHECK(cuMemGetInfo(&free_before, &total));
     void *staging;
     CUstream stream;
     CHECK(cuMemHostAlloc(&staging, STAGING, 0));
@@ -150,6 +154,8 @@ static int load(const char *mode, const char *path)
     }
     for (uint64_t i = 0; i < table.count; i++)
         CHECK(cuMemFree(dptr[i]));
+    CHECK(cuMemGetInfo(&free_after, &total));
+    printf("meminfo free before=%zu after=%zu\n", free_before, free_after);
     printf("copied %" PRIu64 " tensors%s\n", table.count, bad ? ", some wrong" : ", every byte equal");
     free(dptr);
     tm_tensor_table_free(&table);

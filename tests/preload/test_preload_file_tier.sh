@@ -66,11 +66,19 @@ check "heat: the staging ring is not taken, with one line saying why" \
 # filecopy copies every tensor from a mapping of the file into 16 MiB of HBM and DDR, then
 # reads each back with cuMemcpyDtoH: the dropped ones are read back from the file first
 under_tiermem TIERMEM_MIN_TIERED=1 TIERMEM_HBM_LIMIT=8M TIERMEM_DDR_LIMIT=8M TIERMEM_FILE_TIER=1 \
-  TIERMEM_STATS="$S/copy.stats" -- "$B/tests/preload/filecopy" mmap "$S/m.gguf" > "$S/copy.out" 2>&1
+  TIERMEM_MEMINFO=physical TIERMEM_STATS="$S/copy.stats" -- "$B/tests/preload/filecopy" mmap "$S/m.gguf" > "$S/copy.out" 2>&1
 check_eq "filecopy: the loader exits 0" "$?" 0
 check "filecopy: every byte it reads back equals the file" grep -q '^copied 21 tensors, every byte equal$' "$S/copy.out"
 json=$("$TIERMEM_STAT" --json "$S/copy.stats")
 check "filecopy: its device-to-host copies read dropped chunks back" test "$(json_value "$json" file_faults)" -gt 0
+# drops and read-backs are charged to the device like any chunk: once every tensor is freed
+# the device holds no chunk, its HBM is the pool's alone, and cuMemGetInfo (HBM alone, in
+# the physical view) reads as before
+check_eq "filecopy: the device holds no chunk after the frees" "$(jq -r '.devices[0].hbm_chunks' <<<"$json")" 0
+check_eq "filecopy: the device's HBM bytes equal the hbm tier's" "$(jq -r '.devices[0].hbm_used' <<<"$json")" \
+  "$(json_tier "$json" hbm used)"
+check "filecopy: cuMemGetInfo's free memory after the frees equals that before the first allocation" \
+  grep -Eq '^meminfo free before=([0-9]+) after=\1$' "$S/copy.out"
 
 # -------------------------------------------------------------- a file changed underneath
 cp "$S/m.gguf" "$S/changed.gguf"
