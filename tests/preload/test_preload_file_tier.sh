@@ -80,6 +80,25 @@ check_eq "filecopy: the device's HBM bytes equal the hbm tier's" "$(jq -r '.devi
 check "filecopy: cuMemGetInfo's free memory after the frees equals that before the first allocation" \
   grep -Eq '^meminfo free before=([0-9]+) after=\1$' "$S/copy.out"
 
+# -------------------------------------------------------------- IPC of memory with dropped chunks
+# the exporter's handle names a tensor some of whose chunks were dropped: the export reads
+# them back, and the importer maps memory holding the file's bytes, never a hole
+mkdir "$S/ipc"
+copy_env=(TIERMEM_MIN_TIERED=1 TIERMEM_HBM_LIMIT=8M TIERMEM_DDR_LIMIT=8M TIERMEM_FILE_TIER=1)
+under_tiermem "${copy_env[@]}" -- timeout 120 "$B/tests/preload/filecopy" export "$S/m.gguf" "$S/ipc" \
+  > "$S/ipc/exp.out" 2>&1 &
+exporter=$!
+for _ in $(seq 600); do [ -e "$S/ipc/handle" ] || ! kill -0 "$exporter" 2> /dev/null && break; sleep 0.1; done
+under_tiermem "${copy_env[@]}" -- timeout 120 "$B/tests/preload/filecopy" import "$S/m.gguf" "$S/ipc" \
+  > "$S/ipc/imp.out" 2>&1
+wait "$exporter"
+check_eq "ipc: the exporter exits 0" "$?" 0
+check "ipc: the exported tensor had chunks dropped" grep -Eq '^exporter: .* placed [0-9]+ of [0-9]+ chunks$' \
+  "$S/ipc/exp.out"
+check_eq "ipc: the handle is made" "$(sed -n 's/^exporter: export //p' "$S/ipc/exp.out")" CUDA_SUCCESS
+check_eq "ipc: the importer opens it" "$(sed -n 's/^importer: open //p' "$S/ipc/imp.out")" CUDA_SUCCESS
+check "ipc: the importer reads the file's bytes" grep -q '^importer: every byte equal$' "$S/ipc/imp.out"
+
 # -------------------------------------------------------------- a file changed underneath
 cp "$S/m.gguf" "$S/changed.gguf"
 under_tiermem "${limits[@]}" TIERMEM_FILE_TIER=1 TIERMEM_STATS="$S/changed.stats" -- \
