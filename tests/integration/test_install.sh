@@ -66,6 +66,6 @@ check "a loader calling tiermem_note_file_read compiles against the installed he
 "$O/bin/tiermem-mkmodel" -o "$STAGE/m.gguf" --layers 1 --dim 64 --heads 2 --kv-heads 1 --ffn 128 --type f32 \
   --seed 1 > /dev/null 2>&1
 check_eq "under the installed interposer, the read of a model file is recorded and another fd refused" \
-  "$(LD_PRELOAD=$ROOT/lib/libtiermem.so LD_LIBRARY_PATH=$ROOT/lib:$ROOT/lib/tiermem/simcuda "$STAGE/note" \
+  "$(LD_PRELOAD=$(preload_value "$ROOT/lib/libtiermem.so") LD_LIBRARY_PATH=$ROOT/lib:$ROOT/lib/tiermem/simcuda "$STAGE/note" \
      "$STAGE/m.gguf" 2>&1)" "model 0, not a model file -1"
 done_testing
