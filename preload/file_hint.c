@@ -8,11 +8,9 @@
 #include <stdint.h>
 
 #include "preload/model_files.h"
+#include "preload/tiermem.h"
 
-__attribute__((visibility("default"))) int tiermem_note_file_read(int fd, const void *host, size_t bytes,
-                                                                  int64_t offset);
-
-/* 0 when recorded; -1 when fd is no model file tiermem follows (nothing is recorded). */
+/* declared, with its contract, in the public tiermem.h */
 int tiermem_note_file_read(int fd, const void *host, size_t bytes, int64_t offset)
 {
     const tm_model_file *file = tm_model_file_of_fd(fd);

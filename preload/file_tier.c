@@ -338,7 +338,7 @@ static uint64_t drop_chunks(uint64_t want, uint64_t before)
             b->handle[i] = 0;
             b->tier[i] = TM_TIER_DROPPED;
             b->plan.per_tier[from]--;
-            tm_stats_tier_add(from, -(int64_t)chunk, -1);
+            tm_device_charge(a->device, from, -(int64_t)chunk, -1); /* released: its bytes too */
             k->dropped = true;
             dropped++;
             uint32_t chunks[TM_STATS_TIERS];
@@ -428,7 +428,7 @@ static CUresult read_back(tm_device *d, tm_alloc *a, uint64_t index, uint64_t be
     b->handle[index] = h;
     b->tier[index] = (uint8_t)tier;
     b->plan.per_tier[tier]++;
-    tm_stats_tier_add(tier, 0, 1);
+    tm_device_charge(a->device, tier, 0, 1); /* its bytes were charged when the chunk was made */
     uint32_t chunks[TM_STATS_TIERS];
     for (int t = 0; t < TM_STATS_TIERS; t++)
         chunks[t] = (uint32_t)b->plan.per_tier[t];

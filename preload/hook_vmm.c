@@ -2,13 +2,15 @@
  * in HBM when the HBM budget holds it; otherwise the handle is created in the first lower
  * tier with room (HOST_NUMA at the tier's node), which the program maps and uses exactly
  * as it would device memory. Host locations are the program's business and never count
- * against HBM. A handle stays charged while it is mapped, even after its release (see
- * vmm_handles.h). */
+ * against HBM. A handle stays charged while it is mapped, even after its release, and
+ * while a reference cuMemRetainAllocationHandle gave out is held (see vmm_handles.h). */
 #include <pthread.h>
 #include <string.h>
 
 #include "preload/device.h"
+#include "preload/alloc.h"
 #include "preload/hook.h"
+#include "preload/ipc.h"
 #include "preload/log.h"
 #include "preload/spill_note.h"
 #include "preload/vmm_handles.h"
@@ -133,5 +135,24 @@ CUresult CUDAAPI cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp *pro
     tm_vmm_handle_info info;
     if (result == CUDA_SUCCESS && prop && tm_vmm_handles_find(handle, &info))
         prop->location = info.asked.location; /* the program sees the location it asked for */
+    return result;
+}
+
+/* Memory tiermem chunked or imported is cuMemAlloc or IPC memory to the program, which the
+ * driver would never have mapped with cuMemMap: it gets the driver's answer for such an
+ * address, CUDA_ERROR_INVALID_VALUE, never tiermem's physical handle of one chunk (released
+ * by the program, it would end a chunk a migration or a free still counts on). The
+ * program's own handles pass through, and the reference counts. */
+CUresult CUDAAPI cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *handle, void *addr)
+{
+    TM_HOOK_ENTER(cuMemRetainAllocationHandle);
+    CUdeviceptr at = (CUdeviceptr)(uintptr_t)addr, base;
+    uint64_t size;
+    tm_alloc_view view;
+    if (handle && ((tm_lookup(at, &view) && view.chunked) || tm_ipc_import_range(at, &base, &size)))
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult result = tm_real.cuMemRetainAllocationHandle(handle, addr);
+    if (result == CUDA_SUCCESS && handle)
+        tm_vmm_handles_retained(*handle, at);
     return result;
 }

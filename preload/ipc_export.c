@@ -12,6 +12,7 @@
 
 #include "preload/alloc.h"
 #include "preload/driver.h"
+#include "preload/file_tier.h"
 #include "preload/ipc_socket.h"
 #include "preload/ipc_wire.h"
 #include "preload/log.h"
@@ -296,6 +297,17 @@ static export_entry *entry_for(CUdeviceptr base, uint64_t alloc_id)
     return entry;
 }
 
+/* An export that failed: the allocation may move and be dropped again, unless freed since
+ * (then nothing is left to unpin). */
+static void unpin(CUdeviceptr base, uint64_t id)
+{
+    tm_migrate_lock();
+    alloc_facts facts = { 0 };
+    if (tm_registry_find(base, read_facts, &facts) && facts.id == id)
+        __atomic_store_n(&facts.alloc->ipc_pinned, false, __ATOMIC_RELAXED);
+    tm_migrate_unlock();
+}
+
 CUresult tm_ipc_export(CUdeviceptr address, CUipcMemHandle *handle)
 {
     if (!chunks_exportable()) {
@@ -309,13 +321,23 @@ CUresult tm_ipc_export(CUdeviceptr address, CUipcMemHandle *handle)
     bool found = tm_registry_find(address, read_facts, &facts) && facts.exportable;
     CUdeviceptr base = found ? facts.alloc->range.base : 0;
     uint64_t id = facts.id, size = found ? facts.alloc->range.size : 0;
-    if (found)
-        __atomic_store_n(&facts.alloc->ipc_pinned, true, __ATOMIC_RELAXED);
+    bool was_pinned = found && __atomic_exchange_n(&facts.alloc->ipc_pinned, true, __ATOMIC_RELAXED);
     tm_migrate_unlock();
     if (!found) {
         tm_warn("ipc: cuIpcGetMemHandle at 0x%llx: the allocation is pinned host memory, which tiermem cannot share",
                 (unsigned long long)address);
         return CUDA_ERROR_INVALID_VALUE;
+    }
+    /* chunks the file tier dropped are read back: an importer maps every chunk, and the
+     * tier drops none of a pinned allocation from now on */
+    uint64_t epoch;
+    CUresult filled = tm_file_tier_active() ? tm_file_tier_prepare_range(base, size, &epoch) : CUDA_SUCCESS;
+    if (filled != CUDA_SUCCESS) {
+        if (!was_pinned)
+            unpin(base, id);
+        tm_warn("ipc: cuIpcGetMemHandle at 0x%llx: chunks the file tier dropped could not be read back (error %d); "
+                "the memory is not exported", (unsigned long long)address, (int)filled);
+        return filled;
     }
     pthread_mutex_lock(&export_lock);
     export_entry *entry = start_server() ? entry_for(base, id) : NULL;

@@ -15,7 +15,8 @@ typedef struct held {
 
 typedef struct entry {
     CUmemGenericAllocationHandle handle;
-    held *memory;
+    held *memory;                   /* one reference of it, whatever `refs` */
+    int refs;                       /* cuMemCreate's, and one per cuMemRetainAllocationHandle */
     UT_hash_handle hh;
 } entry;
 
@@ -52,6 +53,7 @@ bool tm_vmm_handles_add(CUmemGenericAllocationHandle handle, const tm_vmm_handle
     *memory = (held){ .info = *info, .refs = 1 };
     e->handle = handle;
     e->memory = memory;
+    e->refs = 1;
     pthread_mutex_lock(&lock);
     entry *old;
     HASH_FIND(hh, handles, &handle, sizeof handle, old);
@@ -83,13 +85,37 @@ bool tm_vmm_handles_released(CUmemGenericAllocationHandle handle, tm_vmm_handle_
     entry *e;
     HASH_FIND(hh, handles, &handle, sizeof handle, e);
     bool gone = false;
-    if (e) {
+    if (e && --e->refs == 0) {
         HASH_DEL(handles, e);
         gone = unref(e->memory, info);
         free(e);
     }
     pthread_mutex_unlock(&lock);
     return gone;
+}
+
+void tm_vmm_handles_retained(CUmemGenericAllocationHandle handle, CUdeviceptr va)
+{
+    entry *fresh = malloc(sizeof *fresh);
+    pthread_mutex_lock(&lock);
+    entry *e;
+    HASH_FIND(hh, handles, &handle, sizeof handle, e);
+    mapping *m = NULL, *next;
+    if (!e) /* released while mapped: the mapping holding `va` knows its memory */
+        HASH_ITER(hh, mappings, m, next) {
+            if (va >= m->va && va - m->va < m->size)
+                break;
+        }
+    if (e) {
+        e->refs++;
+    } else if (m && fresh) {
+        *fresh = (entry){ .handle = handle, .memory = m->memory, .refs = 1 };
+        m->memory->refs++;
+        HASH_ADD(hh, handles, handle, sizeof fresh->handle, fresh);
+        fresh = NULL;
+    }
+    pthread_mutex_unlock(&lock);
+    free(fresh);
 }
 
 void tm_vmm_handles_mapped(CUdeviceptr va, size_t size, CUmemGenericAllocationHandle handle)

@@ -3,7 +3,8 @@
  * map remembers each handle's tier, size and the properties the program asked for, and
  * where the program mapped it: a handle's memory lives until it is released and every
  * mapping of it is gone (create → map → release is how memory pools grow), so that is
- * when its charge ends. */
+ * when its charge ends. cuMemRetainAllocationHandle gives out more references to the
+ * handle, each ended by one more cuMemRelease. */
 #ifndef TM_PRELOAD_VMM_HANDLES_H
 #define TM_PRELOAD_VMM_HANDLES_H
 
@@ -25,9 +26,15 @@ bool tm_vmm_handles_add(CUmemGenericAllocationHandle handle, const tm_vmm_handle
 /* Copies what is known about a handle without removing it. */
 bool tm_vmm_handles_find(CUmemGenericAllocationHandle handle, tm_vmm_handle_info *info);
 
-/* After the driver released `handle`: forgets the handle. Returns true with *info set
+/* After the driver released `handle`: forgets the handle once every reference to it is
+ * released. Returns true with *info set
  * when its memory is gone too (no mapping left), so the caller ends its charge. */
 bool tm_vmm_handles_released(CUmemGenericAllocationHandle handle, tm_vmm_handle_info *info);
+
+/* After the driver gave out one more reference to `handle`, found mapped at `va`: the
+ * handle lives until a release for each (known again if the program had released it while
+ * mapped). */
+void tm_vmm_handles_retained(CUmemGenericAllocationHandle handle, CUdeviceptr va);
 
 /* After the driver mapped `handle` at [va, va + size): remembers the mapping. */
 void tm_vmm_handles_mapped(CUdeviceptr va, size_t size, CUmemGenericAllocationHandle handle);

@@ -6,9 +6,17 @@
  *       mapping of the file, from a buffer pread fills, or through a pinned staging buffer
  *       (cuMemHostAlloc, cuMemcpyHtoDAsync); once the moves name rules queued are done, prints
  *       one line per tensor from this process's stats region, then reads each tensor back
- *       and compares it with the file:
- *       "tensor NAME stats-name=NAME hbm=H cxl=C ddr=D", then "moves name_moves=N migrations=M"
+ *       and compares it with the file, frees them all and prints cuMemGetInfo's free memory
+ *       before the first allocation and after the last free:
+ *       "tensor NAME stats-name=NAME hbm=H cxl=C ddr=D", then "moves name_moves=N migrations=M",
+ *       then "meminfo free before=B after=A"
  *   filecopy checksum FILE        read() the whole file in 1000-byte steps, print a checksum
+ *   filecopy export FILE DIR      copies every tensor in from a mapping, then exports with
+ *       cuIpcGetMemHandle the first tensor of several chunks that has fewer chunks placed
+ *       than it spans (the file tier dropped some), into DIR/handle; waits for DIR/imported:
+ *       "exporter: NAME placed P of C chunks", "exporter: export RESULT"
+ *   filecopy import FILE DIR      opens DIR/handle and compares the memory with the file:
+ *       "importer: open RESULT", "importer: every byte equal" (or where they differ)
  *
  * The tensor table comes from the interposer's own parser (tensor_table.h), which the
  * unit tests check against the engine's reader. */
@@ -103,6 +111,8 @@ static int load(const char *mode, const char *path)
     const uint8_t *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
     if (map == MAP_FAILED) return 1;
     probe_init();
+    size_t free_before, free_after, total;
+    CHECK(cuMemGetInfo(&free_before, &total));
     void *staging;
     CUstream stream;
     CHECK(cuMemHostAlloc(&staging, STAGING, 0));
@@ -150,16 +160,141 @@ static int load(const char *mode, const char *path)
     }
     for (uint64_t i = 0; i < table.count; i++)
         CHECK(cuMemFree(dptr[i]));
+    CHECK(cuMemGetInfo(&free_after, &total));
+    printf("meminfo free before=%zu after=%zu\n", free_before, free_after);
     printf("copied %" PRIu64 " tensors%s\n", table.count, bad ? ", some wrong" : ", every byte equal");
     free(dptr);
     tm_tensor_table_free(&table);
     return bad;
 }
 
+/* ---------------------------------------------------------------- IPC of file-tier memory */
+
+typedef struct exported {
+    CUipcMemHandle handle;
+    uint64_t tensor;               /* its index in the file's tensor table */
+} exported;
+
+static char path_buf[4096];
+
+static const char *in_dir(const char *dir, const char *name)
+{
+    snprintf(path_buf, sizeof path_buf, "%s/%s", dir, name);
+    return path_buf;
+}
+
+/* The first tensor of several chunks with fewer placed than it spans; -1 when none. */
+static int64_t dropped_tensor(const tm_tensor_table *table, const CUdeviceptr *dptr, uint32_t *placed,
+                              uint64_t *spans)
+{
+    char region[64], why[256];
+    tm_stats_snapshot s;
+    tm_stats_default_path(getpid(), region, sizeof region);
+    if (tm_stats_read(region, &s, why, sizeof why) != 0) {
+        fprintf(stderr, "filecopy: stats region: %s\n", why);
+        return -1;
+    }
+    int64_t found = -1;
+    for (uint64_t i = 0; i < table->count && found < 0; i++)
+        for (size_t k = 0; k < s.record_count; k++) {
+            const tm_stats_record *r = &s.records[k];
+            uint64_t chunks = (table->tensor[i].size + s.header.chunk_size - 1) / s.header.chunk_size;
+            uint32_t in_tiers = r->chunks[0] + r->chunks[1] + r->chunks[2];
+            if (r->address == dptr[i] && chunks > 1 && in_tiers < chunks) {
+                found = (int64_t)i;
+                *placed = in_tiers;
+                *spans = chunks;
+            }
+        }
+    tm_stats_snapshot_free(&s);
+    return found;
+}
+
+static int export_side(const char *path, const char *dir)
+{
+    int fd = open(path, O_RDONLY);
+    struct stat st;
+    tm_tensor_table table;
+    if (fd < 0 || fstat(fd, &st) != 0 || !load_table(fd, (uint64_t)st.st_size, &table)) return 1;
+    const uint8_t *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (map == MAP_FAILED) return 1;
+    probe_init();
+    CUdeviceptr *dptr = calloc(table.count, sizeof *dptr);
+    for (uint64_t i = 0; i < table.count; i++) {
+        CHECK(cuMemAlloc(&dptr[i], table.tensor[i].size));
+        copy_in("mmap", fd, map, &table.tensor[i], dptr[i], NULL, 0);
+    }
+    uint32_t placed = 0;
+    uint64_t spans = 0;
+    int64_t t = dropped_tensor(&table, dptr, &placed, &spans);
+    if (t < 0) {
+        printf("exporter: no tensor has chunks dropped\n");
+        return 1;
+    }
+    printf("exporter: %s placed %u of %llu chunks\n", table.tensor[t].name, placed, (unsigned long long)spans);
+    exported e = { .tensor = (uint64_t)t };
+    CUresult r = cuIpcGetMemHandle(&e.handle, dptr[t]);
+    printf("exporter: export %s\n", probe_error_name(r));
+    fflush(stdout);
+    FILE *f = fopen(in_dir(dir, "handle.tmp"), "w");
+    if (r != CUDA_SUCCESS || !f || fwrite(&e, sizeof e, 1, f) != 1 || fclose(f) != 0) return 1;
+    char done[4096];
+    snprintf(done, sizeof done, "%s", in_dir(dir, "handle"));
+    rename(in_dir(dir, "handle.tmp"), done); /* whole when the importer sees it */
+    for (int i = 0; i < 6000 && access(in_dir(dir, "imported"), F_OK) != 0; i++)
+        usleep(10000);
+    for (uint64_t i = 0; i < table.count; i++)
+        CHECK(cuMemFree(dptr[i]));
+    free(dptr);
+    tm_tensor_table_free(&table);
+    return 0;
+}
+
+static int import_side(const char *path, const char *dir)
+{
+    int fd = open(path, O_RDONLY);
+    struct stat st;
+    tm_tensor_table table;
+    exported e;
+    FILE *f = fopen(in_dir(dir, "handle"), "r");
+    if (!f || fread(&e, sizeof e, 1, f) != 1) return 1;
+    fclose(f);
+    if (fd < 0 || fstat(fd, &st) != 0 || !load_table(fd, (uint64_t)st.st_size, &table) || e.tensor >= table.count)
+        return 1;
+    const tm_tensor *t = &table.tensor[e.tensor];
+    probe_init();
+    CUdeviceptr dptr;
+    CUresult r = cuIpcOpenMemHandle(&dptr, e.handle, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+    printf("importer: open %s\n", probe_error_name(r));
+    int bad = 1;
+    if (r == CUDA_SUCCESS) {
+        uint8_t *got = malloc(t->size), *want = malloc(t->size);
+        CHECK(cuMemcpyDtoH(got, dptr, t->size));
+        if (pread(fd, want, t->size, (off_t)t->offset) != (ssize_t)t->size) return 4;
+        uint64_t i = 0;
+        while (i < t->size && got[i] == want[i])
+            i++;
+        bad = i < t->size;
+        if (bad)
+            printf("importer: byte %llu of %s differs from the file\n", (unsigned long long)i, t->name);
+        else
+            printf("importer: every byte equal\n");
+        free(got);
+        free(want);
+        CHECK(cuIpcCloseMemHandle(dptr));
+    }
+    fclose(fopen(in_dir(dir, "imported"), "w"));
+    tm_tensor_table_free(&table);
+    return bad;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 4 && strcmp(argv[1], "export") == 0) return export_side(argv[2], argv[3]);
+    if (argc == 4 && strcmp(argv[1], "import") == 0) return import_side(argv[2], argv[3]);
     if (argc != 3) {
-        fprintf(stderr, "usage: filecopy safetensors|mmap|pread|staging|checksum FILE\n");
+        fprintf(stderr, "usage: filecopy safetensors|mmap|pread|staging|checksum FILE\n"
+                        "       filecopy export|import FILE DIR\n");
         return 2;
     }
     if (strcmp(argv[1], "safetensors") == 0) return write_safetensors(argv[2]);

@@ -177,6 +177,9 @@ static int import_side(const char *dir, int forge, uint32_t expected_seed)
     CHECK(cuMemGetAddressRange(&base, &bytes, ptr));
     int seen = has_pattern(ptr, bytes, expected_seed);
     printf("importer: exporter's bytes %s (%zu)\n", seen ? "ok" : "wrong", bytes);
+    CUmemGenericAllocationHandle physical;
+    printf("importer: retain %s\n",
+           probe_error_name(cuMemRetainAllocationHandle(&physical, (void *)(uintptr_t)(ptr + bytes / 2))));
     put_pattern(ptr, bytes, SEED_IMPORTER);
     touch(dir, "imported");
     fflush(stdout);

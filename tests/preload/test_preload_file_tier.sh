@@ -66,11 +66,38 @@ check "heat: the staging ring is not taken, with one line saying why" \
 # filecopy copies every tensor from a mapping of the file into 16 MiB of HBM and DDR, then
 # reads each back with cuMemcpyDtoH: the dropped ones are read back from the file first
 under_tiermem TIERMEM_MIN_TIERED=1 TIERMEM_HBM_LIMIT=8M TIERMEM_DDR_LIMIT=8M TIERMEM_FILE_TIER=1 \
-  TIERMEM_STATS="$S/copy.stats" -- "$B/tests/preload/filecopy" mmap "$S/m.gguf" > "$S/copy.out" 2>&1
+  TIERMEM_MEMINFO=physical TIERMEM_STATS="$S/copy.stats" -- "$B/tests/preload/filecopy" mmap "$S/m.gguf" > "$S/copy.out" 2>&1
 check_eq "filecopy: the loader exits 0" "$?" 0
 check "filecopy: every byte it reads back equals the file" grep -q '^copied 21 tensors, every byte equal$' "$S/copy.out"
 json=$("$TIERMEM_STAT" --json "$S/copy.stats")
 check "filecopy: its device-to-host copies read dropped chunks back" test "$(json_value "$json" file_faults)" -gt 0
+# drops and read-backs are charged to the device like any chunk: once every tensor is freed
+# the device holds no chunk, its HBM is the pool's alone, and cuMemGetInfo (HBM alone, in
+# the physical view) reads as before
+check_eq "filecopy: the device holds no chunk after the frees" "$(jq -r '.devices[0].hbm_chunks' <<<"$json")" 0
+check_eq "filecopy: the device's HBM bytes equal the hbm tier's" "$(jq -r '.devices[0].hbm_used' <<<"$json")" \
+  "$(json_tier "$json" hbm used)"
+check "filecopy: cuMemGetInfo's free memory after the frees equals that before the first allocation" \
+  grep -Eq '^meminfo free before=([0-9]+) after=\1$' "$S/copy.out"
+
+# -------------------------------------------------------------- IPC of memory with dropped chunks
+# the exporter's handle names a tensor some of whose chunks were dropped: the export reads
+# them back, and the importer maps memory holding the file's bytes, never a hole
+mkdir "$S/ipc"
+copy_env=(TIERMEM_MIN_TIERED=1 TIERMEM_HBM_LIMIT=8M TIERMEM_DDR_LIMIT=8M TIERMEM_FILE_TIER=1)
+under_tiermem "${copy_env[@]}" -- timeout 120 "$B/tests/preload/filecopy" export "$S/m.gguf" "$S/ipc" \
+  > "$S/ipc/exp.out" 2>&1 &
+exporter=$!
+for _ in $(seq 600); do [ -e "$S/ipc/handle" ] || ! kill -0 "$exporter" 2> /dev/null && break; sleep 0.1; done
+under_tiermem "${copy_env[@]}" -- timeout 120 "$B/tests/preload/filecopy" import "$S/m.gguf" "$S/ipc" \
+  > "$S/ipc/imp.out" 2>&1
+wait "$exporter"
+check_eq "ipc: the exporter exits 0" "$?" 0
+check "ipc: the exported tensor had chunks dropped" grep -Eq '^exporter: .* placed [0-9]+ of [0-9]+ chunks$' \
+  "$S/ipc/exp.out"
+check_eq "ipc: the handle is made" "$(sed -n 's/^exporter: export //p' "$S/ipc/exp.out")" CUDA_SUCCESS
+check_eq "ipc: the importer opens it" "$(sed -n 's/^importer: open //p' "$S/ipc/imp.out")" CUDA_SUCCESS
+check "ipc: the importer reads the file's bytes" grep -q '^importer: every byte equal$' "$S/ipc/imp.out"
 
 # -------------------------------------------------------------- a file changed underneath
 cp "$S/m.gguf" "$S/changed.gguf"

@@ -56,6 +56,8 @@ check "its socket is in the abstract namespace" socket_listed "$pid"
 start_importer "$d" "" "${SIM[@]}" "${TIERED[@]}" "$TM"; touch "$d/close"; wait "$IMP_PID"; imp_rc=$?
 touch "$d/finish"; wait "$EXP_PID"; exp_rc=$?
 check_eq "the importer opens it" "$(line "importer: open" "$d/imp.out")" CUDA_SUCCESS
+check_eq "the imported memory hands out no physical handle of tiermem's" "$(line "importer: retain" "$d/imp.out")" \
+  CUDA_ERROR_INVALID_VALUE
 check_eq "cuGetProcAddress hands out tiermem's open for CUDA 10.0 and 12.0" \
   "$(line "importer: resolver gives the exported functions:" "$d/imp.out")" yes
 check_eq "a second open (through it) shares the first mapping" "$(line "importer: second open" "$d/imp.out")" \

@@ -18,6 +18,25 @@ check_eq "three handles in hbm, five in cxl (peaks)" "$(json_tier "$json" hbm pe
   "$((96 * MIB)) $((160 * MIB))"
 check_eq "all released: nothing in use at exit" "$(json_tier_sum "$json" used) $(json_value "$json" free_total)" "0 8"
 
+# ---------------------------------------------------------------- cuMemRetainAllocationHandle
+# chunked memory is cuMemAlloc memory to the program: no physical handle of tiermem's comes
+# out; the program's own handle (16 MiB, in CXL past the 8 MiB of HBM) stays charged, and
+# reports the location asked for, while a retained reference is held
+out=$(under_tiermem "${SIM[@]}" TIERMEM_CXL_NODE=1 TIERMEM_HBM_LIMIT=8M TIERMEM_MIN_TIERED=1M -- \
+  "$B/tests/preload/vmm_retain" 16M 2>&1); rc=$?
+check_eq "retain: the program runs to its end" "$rc" 0
+check "retain: inside chunked memory it is CUDA_ERROR_INVALID_VALUE" \
+  grep -q '^chunked: retain CUDA_ERROR_INVALID_VALUE$' <<<"$out"
+check "retain: the chunked memory still holds its bytes" grep -q '^chunked: bytes ok$' <<<"$out"
+for c in A B; do
+  what=$([ $c = A ] && echo "retained, then released once" || echo "released while mapped, then retained")
+  check_eq "retain ($what): the program's handle, at the location it asked for" \
+    "$(sed -n "s/^$c: retain //p" <<<"$out")" "CUDA_SUCCESS same yes location DEVICE"
+  check_eq "retain ($what): unmapped, still charged while retained" \
+    "$(sed -n "s/^$c: used while retained //p" <<<"$out")" $((16 * MIB))
+  check_eq "retain ($what): uncharged at the last release" "$(sed -n "s/^$c: used after release //p" <<<"$out")" 0
+done
+
 # ---------------------------------------------------------------- no HOST_NUMA in the VMM API
 if start_held "${SIM[@]}" SIMCUDA_MEM=256M SIMCUDA_HOST_NUMA_VMM=0 SIMCUDA_LOG=info TIERMEM_CXL_NODE=1 \
      TIERMEM_CXL_LIMIT=300M TIERMEM_LOG=info -- "$PROBE" pieces 768M 64M; then

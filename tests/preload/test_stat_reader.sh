@@ -2,7 +2,8 @@
 # tiermem-stat trusts nothing in a region: crafted text is escaped, counts are bounded,
 # truncation (even while it reads) is an error line rather than a crash, FIFOs and
 # symlinks are refused, a PID's region must belong to that process's user, no argument
-# lists every live process, and --gc removes only the leftovers of processes that are gone.
+# lists every live process, and --gc removes only the leftovers of processes that are gone
+# (their regions, never through a symlink, and their ledger entries).
 source "$(dirname "$0")/../lib/tap.sh"
 source "$(dirname "$0")/preload_lib.sh"
 SIM=(SIMCUDA_MEM=256M SIMCUDA_NUMA_NODES=0,1)
@@ -84,11 +85,22 @@ if start_held "${SIM[@]}" -- "$PROBE" pieces 8M 4M; then
   check "SIGKILL leaves the region behind" test -f "/dev/shm/tiermem.$killed"
   sleep 60 & alive=$!
   cp "$R" "/dev/shm/tiermem.$alive"
-  out=$("$TIERMEM_STAT" --gc 2>&1)
+  # a symlink named after a dead pid, to a copy of the dead process's region
+  linked=$(sh -c 'echo $$')
+  cp "/dev/shm/tiermem.$killed" "$SCRATCH/target"
+  ln -s "$SCRATCH/target" "/dev/shm/tiermem.$linked"
+  check "the killed process's ledger entry is left behind" \
+    grep -Eq "^ *$killed +gone" <<<"$("$TIERMEM_STAT" --ledger "$TIERMEM_LEDGER")"
+  out=$("$TIERMEM_STAT" --gc "$TIERMEM_LEDGER" 2>&1)
   check "--gc removes the dead process's region, in one line" \
     test ! -e "/dev/shm/tiermem.$killed" -a "$(grep -c "^tiermem-stat: removed /dev/shm/tiermem.$killed (process $killed is gone)" <<<"$out")" -eq 1
   check "--gc keeps the region named after a live process" test -f "/dev/shm/tiermem.$alive"
-  rm -f "/dev/shm/tiermem.$alive"; kill "$alive"; wait "$alive" 2>/dev/null
+  check "--gc follows no symlink: the link and the file it names stay" \
+    test -L "/dev/shm/tiermem.$linked" -a -f "$SCRATCH/target"
+  check_eq "--gc frees the dead process's ledger entry, in one line" \
+    "$(grep -c "^tiermem-stat: freed the ledger entry of process $killed in $TIERMEM_LEDGER (it is gone)$" <<<"$out")" 1
+  check "the ledger no longer lists it" lacks "^ *$killed " "$("$TIERMEM_STAT" --ledger "$TIERMEM_LEDGER")"
+  rm -f "/dev/shm/tiermem.$alive" "/dev/shm/tiermem.$linked"; kill "$alive"; wait "$alive" 2>/dev/null
 else
   check "the held program started" false
 fi
@@ -109,7 +121,7 @@ fi
 echo "not a region" >"$SCRATCH/plain"
 dead=$(sh -c 'echo $$')
 cp "$SCRATCH/plain" "/dev/shm/tiermem.$dead"
-"$TIERMEM_STAT" --gc >/dev/null 2>&1
+"$TIERMEM_STAT" --gc "$TIERMEM_LEDGER" >/dev/null 2>&1
 check "--gc keeps a file that is no stats region" test -f "/dev/shm/tiermem.$dead"
 rm -f "/dev/shm/tiermem.$dead"
 done_testing

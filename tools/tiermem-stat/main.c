@@ -2,7 +2,7 @@
  *
  *   tiermem-stat [--json|--prometheus] [--heat] [--watch] [--interval SECONDS] [--count N] PID|PATH
  *   tiermem-stat --serve [HOST:]PORT PID|PATH
- *   tiermem-stat --gc
+ *   tiermem-stat --gc [LEDGER]
  *   tiermem-stat --ledger [PATH]
  *   tiermem-stat
  *
@@ -15,7 +15,8 @@
  * SIGTERM (prometheus.c). --heat lists allocations hottest first. --watch reprints every
  * interval (default 1 s) until the process exits; --count stops after N prints. A PID's
  * region must belong to the user the process runs as. --gc removes the regions of
- * processes that are gone (killed before they could). With no argument, every live
+ * processes that are gone (killed before they could) and frees their entries in the
+ * ledger (LEDGER, default this user's), checking each region again under its lock (gc.c). With no argument, every live
  * process under libtiermem.so gets one line. --ledger prints the ledger the processes of
  * this user (or PATH's group) share their lower-tier budgets through (ledger_view.c).
  * Exit status: 0, 1 bad arguments, 2 no readable region. */
@@ -330,7 +331,7 @@ static void usage(FILE *to)
 {
     fprintf(to, "usage: tiermem-stat [--json|--prometheus] [--heat] [--watch] [--interval SECONDS] [--count N] PID|PATH\n"
                 "       tiermem-stat --serve [HOST:]PORT PID|PATH\n"
-                "       tiermem-stat --gc\n"
+                "       tiermem-stat --gc [LEDGER]   (leftovers of processes that are gone)\n"
                 "       tiermem-stat --ledger [PATH]   (the lower-tier bytes tiermem processes share)\n"
                 "       tiermem-stat            (every live process under libtiermem.so)\n");
 }
@@ -389,8 +390,8 @@ int main(int argc, char **argv)
     }
     if (ledger && optind >= argc - 1)
         return tm_ledger_print(optind < argc ? argv[optind] : NULL);
-    if (gc && optind == argc) {
-        printf("tiermem-stat: %d regions removed\n", tm_stats_gc("/dev/shm"));
+    if (gc && optind >= argc - 1) {
+        printf("tiermem-stat: %d regions removed\n", tm_stats_gc("/dev/shm", optind < argc ? argv[optind] : NULL));
         return 0;
     }
     if (!gc && !json && !prometheus && !serve && !watch && !by_heat && count < 0 && optind == argc) {

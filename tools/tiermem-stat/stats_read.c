@@ -200,13 +200,12 @@ static char *copy_region(int fd, size_t *size, char *why, size_t why_len)
     return copy;
 }
 
-/* Opens a region without following a symlink or blocking on a FIFO; a regular file only.
+/* Reads the region open as `fd` (-1: opening it failed with errno); a regular file only.
  * `owner` >= 0: the file must belong to that uid. */
-static int read_region(const char *path, long owner, tm_stats_snapshot *snapshot, char *why, size_t why_len)
+static int read_open(int fd, const char *path, long owner, tm_stats_snapshot *snapshot, char *why, size_t why_len)
 {
     memset(snapshot, 0, sizeof *snapshot);
     char reason[256];
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
     struct stat st;
     int result = -1;
     if (fd < 0) {
@@ -225,11 +224,24 @@ static int read_region(const char *path, long owner, tm_stats_snapshot *snapshot
             result = tm_stats_parse(copy, size, snapshot, reason, sizeof reason);
         free(copy);
     }
-    if (fd >= 0)
-        close(fd);
     if (result != 0)
         snprintf(why, why_len, "%s: %s", path, reason);
     return result;
+}
+
+/* Opens a region without following a symlink or blocking on a FIFO. */
+static int read_region(const char *path, long owner, tm_stats_snapshot *snapshot, char *why, size_t why_len)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+    int result = read_open(fd, path, owner, snapshot, why, why_len);
+    if (fd >= 0)
+        close(fd);
+    return result;
+}
+
+int tm_stats_read_fd(int fd, const char *path, tm_stats_snapshot *snapshot, char *why, size_t why_len)
+{
+    return read_open(fd, path, -1, snapshot, why, why_len);
 }
 
 int tm_stats_read(const char *path, tm_stats_snapshot *snapshot, char *why, size_t why_len)

@@ -35,6 +35,9 @@ void tm_stats_default_path(pid_t pid, char *buf, size_t len);
  * reader does not know...). */
 int tm_stats_read(const char *path, tm_stats_snapshot *snapshot, char *why, size_t why_len);
 
+/* The same for a region already open as `fd` (which stays open), named `path` in reasons. */
+int tm_stats_read_fd(int fd, const char *path, tm_stats_snapshot *snapshot, char *why, size_t why_len);
+
 /* The same for the default region of process `pid`, which must belong to the user the
  * process runs as: a region planted by someone else under its name is refused. */
 int tm_stats_read_pid(pid_t pid, tm_stats_snapshot *snapshot, char *why, size_t why_len);

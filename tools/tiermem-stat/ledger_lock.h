@@ -1,0 +1,31 @@
+/* ledger_lock.h — the shared ledger's lock, as tiermem-stat --gc takes it. A process joins
+ * the ledger under this lock before it creates its stats region (device.c), so a removal
+ * checked again under the lock cannot take the region of a process that has just reused a
+ * dead one's pid. Under the lock --gc also frees the entries of processes that are gone. */
+#ifndef TM_STATS_LEDGER_LOCK_H
+#define TM_STATS_LEDGER_LOCK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "preload/ledger_layout.h"
+
+/* Maps the ledger at `path` (NULL: this user's, /dev/shm/tiermem-ledger.u<uid>): a regular
+ * file of this user (any user's for root), never through a symlink, of this layout. NULL
+ * with a reason in `why` (`*missing` when there is none). */
+tm_ledger_file *tm_ledger_map(const char *path, bool *missing, char *why, size_t why_len);
+void tm_ledger_unmap(tm_ledger_file *ledger);
+
+/* The lock (a holder that died leaves it consistent again) and its release. */
+void tm_ledger_take(tm_ledger_file *ledger);
+void tm_ledger_give(tm_ledger_file *ledger);
+
+/* Under the lock: whether a live process of `pid` has an entry. */
+bool tm_ledger_holds(const tm_ledger_file *ledger, pid_t pid);
+
+/* Under the lock: frees the entries of processes that are gone (or whose pid now names a
+ * later process), printing one line for each. Returns how many. */
+int tm_ledger_reclaim(tm_ledger_file *ledger, const char *path);
+
+#endif /* TM_STATS_LEDGER_LOCK_H */
