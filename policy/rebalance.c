@@ -59,13 +59,36 @@ static tm_tier_id pin_of(const tm_rebalance_alloc *a, uint64_t index)
     return a->pin && a->pin[index] < TM_TIER_COUNT ? (tm_tier_id)a->pin[index] : TM_TIER_COUNT;
 }
 
-/* The first lower tier of the order with room for a demoted chunk; TM_TIER_HBM when none. */
+/* Where HBM stands in the order; order->count when it is not there. */
+static int hbm_position(const tm_tier_order *order)
+{
+    int i = 0;
+    while (i < order->count && order->tier[i] != TM_TIER_HBM)
+        i++;
+    return i;
+}
+
+/* The first tier after HBM in the order with room for a demoted chunk; TM_TIER_HBM when
+ * none. */
 static tm_tier_id demotion_tier(const tm_tier_order *order, const uint64_t room[TM_TIER_COUNT])
 {
-    for (int i = 0; i < order->count; i++)
-        if (order->tier[i] != TM_TIER_HBM && room[order->tier[i]])
+    for (int i = hbm_position(order) + 1; i < order->count; i++)
+        if (room[order->tier[i]])
             return order->tier[i];
     return TM_TIER_HBM;
+}
+
+/* May a chunk in `from` go up into HBM: HBM comes before `from` in the order (a tier the
+ * order leaves out comes after all of it). */
+static bool promotable(const tm_tier_order *order, tm_tier_id from)
+{
+    int hbm = hbm_position(order);
+    if (hbm == order->count)
+        return false;
+    for (int i = 0; i < hbm; i++)
+        if (order->tier[i] == from)
+            return false;
+    return true;
 }
 
 typedef struct chunk_move {
@@ -129,7 +152,6 @@ int tm_rebalance_plan(const tm_rebalance_input *in, tm_rebalance_move *out, size
         return -1;
     }
     const tm_tier_order *order = in->order ? in->order : &tm_default_tier_order;
-    bool promote = tm_tier_order_has(order, TM_TIER_HBM);
     uint64_t room[TM_TIER_COUNT];
     for (int t = 0; t < TM_TIER_COUNT; t++)
         room[t] = in->room[t];
@@ -153,7 +175,7 @@ int tm_rebalance_plan(const tm_rebalance_input *in, tm_rebalance_move *out, size
             candidate c = { a, i, al->heat[i], al->loaded };
             if (from == TM_TIER_HBM)
                 down[nd++] = c;
-            else if (promote)
+            else if (promotable(order, from))
                 up[nu++] = c;
         }
     }

@@ -9,9 +9,10 @@
  *   one coming in is clearly hotter (heat above TM_REBALANCE_MARGIN times the one going
  *   out, plus TM_REBALANCE_MIN_GAIN), and neither moved in the last `cooldown` passes
  *   (hysteresis: no ping-pong between two chunks of near-equal heat);
- * - demoted chunks go to the first lower tier of the tier order with room; with none, no
- *   swap happens, and a tier the order leaves out never takes one. Without HBM in the
- *   order nothing is promoted. Carry out the demotions (moves to a lower tier) before the
+ * - demoted chunks go to the first tier after HBM in the tier order with room; with none,
+ *   no swap happens, and a tier the order leaves out never takes one. Only chunks of tiers
+ *   after HBM in the order (or left out of it) are promoted: with `cxl,hbm`, CXL fills
+ *   first and stays filled; without HBM in the order nothing is promoted. Carry out the demotions (moves to a lower tier) before the
  *   promotions: they make the HBM room the promotions take.
  * A chunk a rule (TIERMEM_RULES) keeps in a tier (`pin`) never leaves it, and no swap
  * moves it; one placed elsewhere because its tier was full goes back, before any other

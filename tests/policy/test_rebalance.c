@@ -336,6 +336,17 @@ static void test_demotion_follows_the_order(void **state)
     assert_true(tm_tier_order_parse("cxl,ddr", &order)); /* no HBM in the order: nothing goes up */
     in.room[TM_TIER_HBM] = 10;
     assert_int_equal(tm_rebalance_plan(&in, out, 16), 0);
+
+    /* CXL before HBM: its chunks stay, DDR's (after HBM) go up, and demotions skip CXL */
+    assert_true(tm_tier_order_parse("cxl,hbm,ddr", &order));
+    f[1].tier[0] = TM_TIER_CXL;
+    assert_int_equal(tm_rebalance_plan(&in, out, 16), 0);
+    f[1].tier[0] = TM_TIER_DDR;
+    in.room[TM_TIER_HBM] = 0;
+    in.room[TM_TIER_CXL] = 10;
+    assert_int_equal(tm_rebalance_plan(&in, out, 16), 2);
+    assert_int_equal(out[0].alloc, 0);
+    assert_int_equal(out[0].to, TM_TIER_DDR);
 }
 
 static void test_budget_from_rate(void **state)
