@@ -11,8 +11,10 @@
  * with cuMemcpyDtoHAsync and checks every word (a read-back that meets a chunk being
  * remapped fails or reads wrong bytes), and a reader thread copies pieces of two chunks
  * no kernel writes back with cuMemcpyDtoH in a tight loop, so that some copy is issued
- * while a chunk is unmapped unless the copies wait for the migration. At the end the host
- * checks every word too. Prints
+ * while a chunk is unmapped unless the copies wait for the migration. A setter thread sets
+ * a chunk to a new value with cuMemsetD32Async, copies it to another with cuMemcpyDtoD
+ * and checks a piece of the copy (a write a migration's copy missed is
+ * lost at the remap). At the end the host checks every word too. Prints
  *   "migrations N refused N failed N launches N reads N corrupted bytes N"
  * (refused: the tier was full or absent; failed: another error, as under fault injection;
  * corrupted counts bytes the kernels, the read-backs and the final check found wrong)
@@ -37,7 +39,8 @@ typedef CUresult (*migrate_fn)(CUdeviceptr address, size_t bytes, const char *ti
 
 static CUcontext ctx;
 static CUfunction kernel;
-static CUdeviceptr data;           /* streams * chunks_per_stream chunks, then STILL_CHUNKS */
+static CUdeviceptr data;           /* streams * chunks_per_stream chunks, then STILL_CHUNKS,
+                                    * then the setter's two */
 static CUdeviceptr bad;            /* [1] uint64_t: bytes found wrong by the kernels */
 static uint64_t region_words;      /* uint32_t words per stream */
 static int stop;
@@ -110,6 +113,35 @@ static void *read_loop(void *arg)
     return NULL;
 }
 
+/* Sets a piece of the first of its chunks to 1, 2, 3, ... (a piece further on each time),
+ * copies the piece to the second chunk and reads it back from there, until told to stop.
+ * Small pieces, so that many writes are issued while a migration copies. */
+static void *set_loop(void *arg)
+{
+    CUdeviceptr set = *(const CUdeviceptr *)arg, copy = set + CHUNK;
+    CHECK(cuCtxSetCurrent(ctx));
+    CUstream stream;
+    CHECK(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+    uint32_t piece[PIECE_WORDS];
+    for (uint32_t value = 1; !__atomic_load_n(&stop, __ATOMIC_ACQUIRE); value++) {
+        uint64_t at = value * 7ull % (CHUNK / sizeof piece) * sizeof piece;
+        CHECK(cuMemsetD32Async(set + at, value, PIECE_WORDS, stream));
+        CHECK(cuStreamSynchronize(stream));
+        /* the synchronous form: the migration's own copies are the only cuMemcpyDtoDAsync
+         * calls, which the fault injection counts */
+        CHECK(cuMemcpyDtoD(copy + at, set + at, sizeof piece));
+        CHECK(cuMemcpyDtoH(piece, copy + at, sizeof piece));
+        uint64_t wrong = 0;
+        for (uint64_t i = 0; i < PIECE_WORDS; i++)
+            for (uint32_t diff = piece[i] ^ value; diff; diff >>= 8)
+                wrong += (diff & 0xff) != 0;
+        __atomic_fetch_add(&read_corrupted, wrong, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&reads, 1, __ATOMIC_RELAXED);
+    }
+    CHECK(cuStreamDestroy(stream));
+    return NULL;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -133,7 +165,7 @@ int main(int argc, char **argv)
     CHECK(cuModuleLoad(&module, TM_TEST_KERNELS));
     CHECK(cuModuleGetFunction(&kernel, module, "check_stamp"));
 
-    uint64_t chunks = (uint64_t)streams * per_stream + STILL_CHUNKS;
+    uint64_t chunks = (uint64_t)streams * per_stream + STILL_CHUNKS + 2;
     region_words = per_stream * CHUNK / 4;
     CHECK(cuMemAlloc(&data, chunks * CHUNK));
     CHECK(cuMemAlloc(&bad, sizeof(uint64_t)));
@@ -153,8 +185,10 @@ int main(int argc, char **argv)
         still[i] = test_stamp((uint32_t)streams + 1, i, 0);
     CHECK(cuMemcpyHtoD(data + (uint64_t)streams * region_words * 4, still, STILL_CHUNKS * CHUNK));
     free(still);
-    pthread_t reader;
+    pthread_t reader, setter;
     pthread_create(&reader, NULL, read_loop, &streams);
+    CUdeviceptr set = data + (chunks - 2) * CHUNK;
+    pthread_create(&setter, NULL, set_loop, &set);
 
     struct launcher launcher[MAX_STREAMS];
     for (int s = 0; s < streams; s++) {
@@ -196,6 +230,7 @@ int main(int argc, char **argv)
     }
     __atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
     pthread_join(reader, NULL);
+    pthread_join(setter, NULL);
     uint64_t launches = 0;
     for (int s = 0; s < streams; s++) {
         pthread_join(launcher[s].thread, NULL);
