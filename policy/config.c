@@ -292,7 +292,7 @@ void tm_config_defaults(tm_config *config)
     config->min_tiered = TM_DEFAULT_MIN_TIERED;
     config->migrate_rate = TM_DEFAULT_MIGRATE_RATE;
     config->order = tm_default_tier_order;
-    config->policy = TM_POLICY_SIZE;
+    config->policy = TM_POLICY_HEAT; /* placed by size, then moved by heat: it wins bench-tiering */
     config->meminfo = TM_MEMINFO_AVAILABLE;
     config->log_level = TM_LOG_WARN;
     strcpy(config->driver, TM_DEFAULT_DRIVER);

@@ -53,13 +53,42 @@ static bool settled(const tm_rebalance_alloc *a, uint64_t index, uint32_t cooldo
     return a->idle && a->idle[index] < cooldown;
 }
 
-/* The lower tier with room for a demoted chunk, CXL before DDR; TM_TIER_HBM when none. */
-static tm_tier_id demotion_tier(uint64_t room[TM_TIER_COUNT])
+/* The tier a rule keeps chunk `index` in, TM_TIER_COUNT when none. */
+static tm_tier_id pin_of(const tm_rebalance_alloc *a, uint64_t index)
 {
-    for (int t = TM_TIER_HBM + 1; t < TM_TIER_COUNT; t++)
-        if (room[t])
-            return (tm_tier_id)t;
+    return a->pin && a->pin[index] < TM_TIER_COUNT ? (tm_tier_id)a->pin[index] : TM_TIER_COUNT;
+}
+
+/* Where HBM stands in the order; order->count when it is not there. */
+static int hbm_position(const tm_tier_order *order)
+{
+    int i = 0;
+    while (i < order->count && order->tier[i] != TM_TIER_HBM)
+        i++;
+    return i;
+}
+
+/* The first tier after HBM in the order with room for a demoted chunk; TM_TIER_HBM when
+ * none. */
+static tm_tier_id demotion_tier(const tm_tier_order *order, const uint64_t room[TM_TIER_COUNT])
+{
+    for (int i = hbm_position(order) + 1; i < order->count; i++)
+        if (room[order->tier[i]])
+            return order->tier[i];
     return TM_TIER_HBM;
+}
+
+/* May a chunk in `from` go up into HBM: HBM comes before `from` in the order (a tier the
+ * order leaves out comes after all of it). */
+static bool promotable(const tm_tier_order *order, tm_tier_id from)
+{
+    int hbm = hbm_position(order);
+    if (hbm == order->count)
+        return false;
+    for (int i = 0; i < hbm; i++)
+        if (order->tier[i] == from)
+            return false;
+    return true;
 }
 
 typedef struct chunk_move {
@@ -114,34 +143,46 @@ int tm_rebalance_plan(const tm_rebalance_input *in, tm_rebalance_move *out, size
 
     candidate *up = malloc((lower + 1) * sizeof *up);     /* lower-tier chunks, hottest first */
     candidate *down = malloc((upper + 1) * sizeof *down); /* HBM chunks, coldest first */
-    chunk_move *moves = malloc((2 * lower + 1) * sizeof *moves);
+    /* each chunk goes home at most once, and each lower one takes part in one swap at most */
+    chunk_move *moves = malloc((upper + 3 * lower + 1) * sizeof *moves);
     if (!up || !down || !moves) {
         free(up);
         free(down);
         free(moves);
         return -1;
     }
-    size_t nu = 0, nd = 0;
+    const tm_tier_order *order = in->order ? in->order : &tm_default_tier_order;
+    uint64_t room[TM_TIER_COUNT];
+    for (int t = 0; t < TM_TIER_COUNT; t++)
+        room[t] = in->room[t];
+    uint64_t budget = in->budget;
+    size_t n = 0, nu = 0, nd = 0;
     for (size_t a = 0; a < in->alloc_count; a++) {
         const tm_rebalance_alloc *al = &in->alloc[a];
         for (uint64_t i = 0; i < al->chunks; i++) {
-            if (al->tier[i] >= TM_TIER_COUNT || settled(al, i, in->cooldown))
+            tm_tier_id from = (tm_tier_id)al->tier[i], pin = pin_of(al, i);
+            if (from >= TM_TIER_COUNT || settled(al, i, in->cooldown))
                 continue;
+            if (pin != TM_TIER_COUNT) { /* a rule's chunk: home when its tier has room, else stays */
+                if (pin != from && room[pin] > 0 && budget > 0) {
+                    moves[n++] = (chunk_move){ a, i, pin };
+                    room[pin]--;
+                    room[from]++;
+                    budget--;
+                }
+                continue;
+            }
             candidate c = { a, i, al->heat[i], al->loaded };
-            if (al->tier[i] == TM_TIER_HBM)
+            if (from == TM_TIER_HBM)
                 down[nd++] = c;
-            else
+            else if (promotable(order, from))
                 up[nu++] = c;
         }
     }
     qsort(up, nu, sizeof *up, hottest_first);
     qsort(down, nd, sizeof *down, coldest_first);
 
-    uint64_t room[TM_TIER_COUNT];
-    for (int t = 0; t < TM_TIER_COUNT; t++)
-        room[t] = in->room[t];
-    uint64_t budget = in->budget;
-    size_t n = 0, u = 0, d = 0;
+    size_t u = 0, d = 0;
     for (; u < nu && budget > 0; u++) {
         const candidate *p = &up[u];
         tm_tier_id from = (tm_tier_id)in->alloc[p->alloc].tier[p->index];
@@ -159,7 +200,7 @@ int tm_rebalance_plan(const tm_rebalance_input *in, tm_rebalance_move *out, size
         const candidate *q = &down[d];
         if (p->heat <= q->heat * TM_REBALANCE_MARGIN + TM_REBALANCE_MIN_GAIN)
             break; /* the hottest below is not clearly hotter than the coldest above */
-        tm_tier_id to = demotion_tier(room);
+        tm_tier_id to = demotion_tier(order, room);
         if (to == TM_TIER_HBM)
             break; /* no lower tier has room for the chunk going out */
         room[to]--;

@@ -9,9 +9,14 @@
  *   one coming in is clearly hotter (heat above TM_REBALANCE_MARGIN times the one going
  *   out, plus TM_REBALANCE_MIN_GAIN), and neither moved in the last `cooldown` passes
  *   (hysteresis: no ping-pong between two chunks of near-equal heat);
- * - demoted chunks go to the first lower tier with room (CXL before DDR); with none,
- *   no swap happens. Carry out the demotions (moves to a lower tier) before the
+ * - demoted chunks go to the first tier after HBM in the tier order with room; with none,
+ *   no swap happens, and a tier the order leaves out never takes one. Only chunks of tiers
+ *   after HBM in the order (or left out of it) are promoted: with `cxl,hbm`, CXL fills
+ *   first and stays filled; without HBM in the order nothing is promoted. Carry out the demotions (moves to a lower tier) before the
  *   promotions: they make the HBM room the promotions take.
+ * A chunk a rule (TIERMEM_RULES) keeps in a tier (`pin`) never leaves it, and no swap
+ * moves it; one placed elsewhere because its tier was full goes back, before any other
+ * move, once that tier has room. Every move stays within the room of its tier.
  * Chunks holding model-file data (`loaded`) rank as if TM_REBALANCE_MARGIN times hotter:
  * a launch credits every buffer it is handed alike, and of a weight matrix and the output
  * buffer one launch reads and writes, the weights are what every step reads whole; a
@@ -37,6 +42,8 @@ typedef struct tm_rebalance_alloc {
                                  * no tier (dropped by the file tier), never moved */
     const double *heat;         /* [chunks] heat of each chunk (policy/heat.h) */
     const uint32_t *idle;       /* [chunks] passes since the chunk last moved, or NULL: never */
+    const uint8_t *pin;         /* [chunks] tm_tier_id a rule keeps each chunk in, TM_TIER_COUNT for
+                                 * none; or NULL: no rule applies to the allocation */
     bool loaded;                /* holds data copied from a model file (weights) */
 } tm_rebalance_alloc;
 
@@ -46,6 +53,8 @@ typedef struct tm_rebalance_input {
     uint64_t room[TM_TIER_COUNT];    /* free chunks each tier may still take (0: absent or full) */
     uint64_t budget;                 /* chunk moves allowed in this pass */
     uint32_t cooldown;               /* passes a moved chunk stays put */
+    const tm_tier_order *order;      /* tiers that take chunks (TIERMEM_TIER_ORDER); NULL: the
+                                      * default, hbm,cxl,ddr */
 } tm_rebalance_input;
 
 typedef struct tm_rebalance_move {

@@ -522,6 +522,13 @@ CUresult tm_file_tier_prepare_range(CUdeviceptr address, uint64_t bytes, uint64_
     return r;
 }
 
+CUresult tm_file_tier_prepare_copy(CUdeviceptr dst, CUdeviceptr src, uint64_t bytes, uint64_t *epoch_out)
+{
+    uint64_t later;
+    CUresult r = tm_file_tier_prepare_range(src, bytes, epoch_out);
+    return r == CUDA_SUCCESS ? tm_file_tier_prepare_range(dst, bytes, &later) : r;
+}
+
 void tm_file_tier_forget_in_child(void)
 {
     pthread_mutex_init(&file_lock, NULL);

@@ -60,6 +60,9 @@ uint64_t tm_file_tier_make_room(tm_device *device, uint64_t chunks);
  * at. CUDA_SUCCESS, or the error the call must fail with. */
 CUresult tm_file_tier_prepare_launch(CUfunction f, void **params, void **extra, uint64_t *epoch);
 CUresult tm_file_tier_prepare_range(CUdeviceptr address, uint64_t bytes, uint64_t *epoch);
+/* Both ranges of a device-to-device copy; *epoch that of the first (a drop after it, even
+ * one that made room to read the second back, sends the caller round again). */
+CUresult tm_file_tier_prepare_copy(CUdeviceptr dst, CUdeviceptr src, uint64_t bytes, uint64_t *epoch);
 
 /* True when no chunk was dropped since `epoch` (call with the gate entered). */
 bool tm_file_tier_epoch_holds(uint64_t epoch);
@@ -100,5 +103,7 @@ void tm_file_tier_forget_in_child(void);
     TM_FILE_GATED_(tm_file_tier_prepare_launch(f, params, extra, &tm_file_epoch_), call)
 #define TM_FILE_GATED_RANGE(address, bytes, call) \
     TM_FILE_GATED_(tm_file_tier_prepare_range(address, bytes, &tm_file_epoch_), call)
+#define TM_FILE_GATED_COPY(dst, src, bytes, call) \
+    TM_FILE_GATED_(tm_file_tier_prepare_copy(dst, src, bytes, &tm_file_epoch_), call)
 
 #endif /* TM_PRELOAD_FILE_TIER_H */

@@ -1,5 +1,6 @@
-/* hook_copy.c — copies between host and device pass through, counted, past the submission
- * gate and the file tier (file_tier.h: dropped chunks they touch are read back first).
+/* hook_copy.c — copies between host and device, and within the device, pass through,
+ * counted, past the submission gate and the file tier (file_tier.h: dropped chunks they
+ * touch are read back first).
  * Before the driver sees a host-to-device copy, provenance looks at its source
  * (provenance.h: one load and a branch while no host memory came from a model file). A
  * successful one tells the managed baseline that the host filled the destination
@@ -122,4 +123,33 @@ CUresult CUDAAPI cuMemcpyDtoHAsync_v2_ptsz(void *dstHost, CUdeviceptr srcDevice,
     TM_HOOK_ENTER(cuMemcpyDtoHAsync_v2_ptsz);
     return TM_FILE_GATED_RANGE(srcDevice, ByteCount,
                                tm_real.cuMemcpyDtoHAsync_v2_ptsz(dstHost, srcDevice, ByteCount, hStream));
+}
+
+CUresult CUDAAPI cuMemcpyDtoD_v2(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount)
+{
+    TM_HOOK_ENTER(cuMemcpyDtoD_v2);
+    return TM_FILE_GATED_COPY(dstDevice, srcDevice, ByteCount, tm_real.cuMemcpyDtoD_v2(dstDevice, srcDevice, ByteCount));
+}
+
+CUresult CUDAAPI cuMemcpyDtoD_v2_ptds(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount)
+{
+    TM_HOOK_ENTER(cuMemcpyDtoD_v2_ptds);
+    return TM_FILE_GATED_COPY(dstDevice, srcDevice, ByteCount,
+                              tm_real.cuMemcpyDtoD_v2_ptds(dstDevice, srcDevice, ByteCount));
+}
+
+CUresult CUDAAPI cuMemcpyDtoDAsync_v2(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount,
+                                      CUstream hStream)
+{
+    TM_HOOK_ENTER(cuMemcpyDtoDAsync_v2);
+    return TM_FILE_GATED_COPY(dstDevice, srcDevice, ByteCount,
+                              tm_real.cuMemcpyDtoDAsync_v2(dstDevice, srcDevice, ByteCount, hStream));
+}
+
+CUresult CUDAAPI cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount,
+                                           CUstream hStream)
+{
+    TM_HOOK_ENTER(cuMemcpyDtoDAsync_v2_ptsz);
+    return TM_FILE_GATED_COPY(dstDevice, srcDevice, ByteCount,
+                              tm_real.cuMemcpyDtoDAsync_v2_ptsz(dstDevice, srcDevice, ByteCount, hStream));
 }

@@ -44,17 +44,53 @@ typedef struct snap_alloc {
     uint8_t *tier;      /* [chunks] */
     double *heat;       /* [chunks] */
     uint32_t *idle;     /* [chunks] */
+    uint8_t *pin;       /* [chunks] the tier a rule keeps each chunk in, or NULL: no rule matches */
     bool loaded;        /* model-file data was copied into it */
 } snap_alloc;
 
 typedef struct snapshot {
     const tm_device *device;   /* the device whose allocations are rebalanced */
+    bool present[TM_TIER_COUNT]; /* a rule naming an absent tier keeps nothing there */
     snap_alloc *alloc;
     size_t count, capacity;
     uint64_t tick;
     uint32_t pass;
     bool out_of_memory;
 } snapshot;
+
+/* The tier the first rule matching chunk `index` names (by the allocation's size, and the
+ * tensor copied into the chunk), TM_TIER_COUNT when none does or its tier is absent. */
+static uint8_t rule_pin(const snapshot *s, const tm_alloc *a, const tm_tensor *label)
+{
+    tm_alloc_desc desc = { .size = a->range.size, .name = label ? label->name : NULL };
+    const tm_rule *rule = tm_rules_match(&s->device->policy.rules, &desc);
+    return rule && !rule->plain && s->present[rule->tier] ? (uint8_t)rule->tier : TM_TIER_COUNT;
+}
+
+/* Fills sa->pin, left NULL when no rule matches a chunk. False when memory ran short: the
+ * snapshot is dropped then, since a pass without the pins could move what a rule keeps. */
+static bool take_pins(snapshot *s, const tm_alloc *a, snap_alloc *sa)
+{
+    if (!s->device->policy.rules.count)
+        return true;
+    const tm_tensor **labels = __atomic_load_n(&a->label, __ATOMIC_ACQUIRE);
+    uint8_t *pin = malloc(sa->chunks);
+    if (!pin)
+        return false;
+    bool any = false;
+    const tm_tensor *previous = NULL;
+    for (uint64_t i = 0; i < sa->chunks; i++) {
+        const tm_tensor *t = labels ? __atomic_load_n(&labels[i], __ATOMIC_RELAXED) : NULL;
+        pin[i] = i > 0 && t == previous ? pin[i - 1] : rule_pin(s, a, t); /* a tensor spans chunks */
+        previous = t;
+        any |= pin[i] != TM_TIER_COUNT;
+    }
+    if (any)
+        sa->pin = pin;
+    else
+        free(pin);
+    return true;
+}
 
 static void take_alloc(const tm_range *range, void *arg)
 {
@@ -78,7 +114,7 @@ static void take_alloc(const tm_range *range, void *arg)
     *sa = (snap_alloc){ .base = b->base, .chunk_size = b->plan.chunk_size, .chunks = n,
                         .loaded = __atomic_load_n(&a->label, __ATOMIC_ACQUIRE) != NULL,
                         .tier = malloc(n), .heat = malloc(n * sizeof(double)), .idle = malloc(n * sizeof(uint32_t)) };
-    if (!sa->tier || !sa->heat || !sa->idle) {
+    if (!sa->tier || !sa->heat || !sa->idle || !take_pins(s, a, sa)) {
         free(sa->tier);
         free(sa->heat);
         free(sa->idle);
@@ -103,6 +139,7 @@ static void free_snapshot(snapshot *s)
         free(s->alloc[i].tier);
         free(s->alloc[i].heat);
         free(s->alloc[i].idle);
+        free(s->alloc[i].pin);
     }
     free(s->alloc);
 }
@@ -130,6 +167,12 @@ static void rebalance_once(tm_device *d, uint64_t budget)
 {
     tm_warm_start_check();
     snapshot s = { .device = d, .tick = tm_heat_now_tick(), .pass = __atomic_load_n(&tm_migrate_pass, __ATOMIC_RELAXED) };
+    tm_tiers now;
+    pthread_mutex_lock(&d->place_lock);
+    tm_device_tiers_now(d, &now);
+    pthread_mutex_unlock(&d->place_lock);
+    for (int t = 0; t < TM_TIER_COUNT; t++)
+        s.present[t] = now.tier[t].present;
     tm_migrate_lock(); /* tiers and pass numbers do not change while they are read */
     tm_registry_each(take_alloc, &s);
     tm_migrate_unlock();
@@ -139,13 +182,12 @@ static void rebalance_once(tm_device *d, uint64_t budget)
         for (size_t i = 0; i < s.count; i++)
             in[i] = (tm_rebalance_alloc){ .chunks = s.alloc[i].chunks, .tier = s.alloc[i].tier,
                                           .heat = s.alloc[i].heat, .idle = s.alloc[i].idle,
-                                          .loaded = s.alloc[i].loaded };
-        tm_tiers now;
-        pthread_mutex_lock(&d->place_lock);
+                                          .pin = s.alloc[i].pin, .loaded = s.alloc[i].loaded };
+        pthread_mutex_lock(&d->place_lock); /* the room after the snapshot: memory freed meanwhile counts */
         tm_device_tiers_now(d, &now);
         pthread_mutex_unlock(&d->place_lock);
         tm_rebalance_input input = { .alloc = in, .alloc_count = s.count, .budget = budget,
-                                     .cooldown = TM_REBALANCE_COOLDOWN };
+                                     .cooldown = TM_REBALANCE_COOLDOWN, .order = &d->policy.order };
         for (int t = 0; t < TM_TIER_COUNT; t++)
             input.room[t] = now.tier[t].present ? tm_tier_room(&now, (tm_tier_id)t) / d->policy.chunk_size : 0;
         int count = tm_rebalance_plan(&input, moves, 64);

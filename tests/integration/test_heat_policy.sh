@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # TIERMEM_POLICY=heat on the engine, unmodified: the rebalancer moves chunks while it
 # decodes, and the tokens stay those of an all-in-HBM run (f32 and fp8 KV); nothing
-# leaks; nothing moves when the model fits in HBM or with TIERMEM_MIGRATE_RATE=0. Passes
+# leaks; nothing moves when the model fits in HBM or with TIERMEM_MIGRATE_RATE=0; a rule
+# keeps its allocations where it sends them and demotions stay in the tier order. Passes
 # come every 256 launches of a thread, so even a run of a few tokens gets some, at the
 # same points every time.
 source "$(dirname "$0")/../lib/tap.sh"
@@ -48,6 +49,22 @@ env SIMCUDA_MEM=32M "${limits[@]}" TIERMEM_POLICY=heat TIERMEM_STATS="$T/short" 
 "$stat" --json "$T/short" > "$T/short.json"
 check "a run of 8 tokens: chunks moved, same tokens" \
   test "$(json_field migrations "$T/short.json")" -gt 0 -a "$(ids "$T/short.err")" = "$(ids "$T/ref-f32.err" | cut -d' ' -f1-8)"
+
+# A rule keeps every chunked allocation in DDR: HBM has room, yet nothing goes up.
+env SIMCUDA_MEM=32M "${limits[@]}" TIERMEM_POLICY=heat TIERMEM_RULES=size\>=2M=ddr TIERMEM_STATS="$T/rule" \
+  LD_PRELOAD="$preload" "$llm" -m "$T/m.gguf" -p "Once upon a time" -n 16 --kv-dtype f32 -v > /dev/null 2> "$T/rule.err"
+"$stat" --json "$T/rule" > "$T/rule.json"
+check_eq "TIERMEM_RULES=size>=2M=ddr: 0 migrations, same tokens" \
+  "$(json_field migrations "$T/rule.json") $(ids "$T/rule.err")" "0 $(ids "$T/ref-f32.err" | cut -d' ' -f1-16)"
+
+# The tier order leaves CXL out: chunks move, never into CXL.
+env SIMCUDA_MEM=32M "${limits[@]}" TIERMEM_POLICY=heat TIERMEM_TIER_ORDER=hbm,ddr TIERMEM_STATS="$T/order" \
+  LD_PRELOAD="$preload" "$llm" -m "$T/m.gguf" -p "Once upon a time" -n 16 --kv-dtype f32 -v > /dev/null 2> "$T/order.err"
+"$stat" --json "$T/order" > "$T/order.json"
+check "TIERMEM_TIER_ORDER=hbm,ddr: chunks moved" test "$(json_field migrations "$T/order.json")" -gt 0
+check_eq "  none into or out of CXL, same tokens" \
+  "$(($(json_field 'hbm>cxl' "$T/order.json") + $(json_field 'cxl>hbm' "$T/order.json"))) $(ids "$T/order.err")" \
+  "0 $(ids "$T/ref-f32.err" | cut -d' ' -f1-16)"
 
 # Everything fits in HBM: no migration at all.
 env SIMCUDA_MEM=1G TIERMEM_POLICY=heat TIERMEM_HEAT_HALFLIFE=1s TIERMEM_STATS="$T/fits" LD_PRELOAD="$preload" \

@@ -141,7 +141,7 @@ static void test_defaults(void **state)
     assert_int_equal(c.order.tier[0], TM_TIER_HBM);
     assert_int_equal(c.order.tier[1], TM_TIER_CXL);
     assert_int_equal(c.order.tier[2], TM_TIER_DDR);
-    assert_int_equal(c.policy, TM_POLICY_SIZE);
+    assert_int_equal(c.policy, TM_POLICY_HEAT);
     assert_true(c.migrate_rate == 4ull << 30);
     assert_false(c.file_tier); /* off by default */
     assert_int_equal(c.rules.count, 0);
@@ -168,7 +168,7 @@ static void test_good_values(void **state)
     setenv("TIERMEM_DDR_NODE", "0", 1);
     setenv("TIERMEM_MIN_TIERED", "4M", 1);
     setenv("TIERMEM_TIER_ORDER", "hbm,ddr", 1);
-    setenv("TIERMEM_POLICY", "heat", 1);
+    setenv("TIERMEM_POLICY", "size", 1);
     setenv("TIERMEM_MIGRATE_RATE", "1G", 1);
     setenv("TIERMEM_RULES", "size>=1G=cxl,size<4M=hbm", 1);
     setenv("TIERMEM_MEMINFO", "virtual", 1);
@@ -195,7 +195,7 @@ static void test_good_values(void **state)
     assert_int_equal(c.cxl_node, 1);
     assert_int_equal(c.ddr_node, 0);
     assert_int_equal(c.min_tiered, 4 << 20);
-    assert_int_equal(c.policy, TM_POLICY_HEAT);
+    assert_int_equal(c.policy, TM_POLICY_SIZE);
     assert_int_equal(c.stream, TM_STREAM_OFF);
     assert_int_equal(c.migrate_rate, 1 << 30);
     assert_true(c.file_tier);

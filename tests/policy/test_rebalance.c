@@ -1,6 +1,7 @@
 /* test_rebalance.c — the heat policy's pass on synthetic heat, tier sizes and budgets:
  * no move when everything is in HBM, promotions into free room, swaps only when clearly
- * hotter, hysteresis, budgets, whole-allocation against chunk moves. */
+ * hotter, hysteresis, budgets, whole-allocation against chunk moves, rules that keep chunks
+ * in a tier, and the tier order. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -236,6 +237,118 @@ static void test_dropped_chunks_never_move(void **state)
     assert_int_equal(tm_rebalance_plan(&in, out, 16), 0); /* none in a tier: nothing to move */
 }
 
+/* A hot allocation below, a cold one in HBM that a rule keeps there: no swap. */
+static void test_rule_keeps_hbm_chunks(void **state)
+{
+    (void)state;
+    fake_alloc f[2];
+    tm_rebalance_alloc a[2] = { make_alloc(&f[0], 4, TM_TIER_HBM, 0.0), make_alloc(&f[1], 4, TM_TIER_DDR, 0.9) };
+    tm_rebalance_input in = make_input(a, 2, 0, 10, 100);
+    tm_rebalance_move out[16];
+    assert_int_equal(tm_rebalance_plan(&in, out, 16), 2); /* without the rule: a swap */
+    uint8_t pin[4];
+    memset(pin, TM_TIER_HBM, sizeof pin);
+    a[0].pin = pin;
+    assert_int_equal(tm_rebalance_plan(&in, out, 16), 0);
+    pin[3] = TM_TIER_COUNT; /* a name rule kept three of the chunks: the fourth swaps */
+    int n = tm_rebalance_plan(&in, out, 16);
+    assert_int_equal(n, 2);
+    assert_int_equal(out[0].alloc, 0);
+    assert_int_equal(out[0].first, 3);
+    assert_int_equal(out[0].count, 1);
+    assert_int_equal(out[0].to, TM_TIER_DDR);
+    assert_int_equal(out[1].alloc, 1);
+    assert_int_equal(out[1].count, 1);
+    assert_int_equal(out[1].to, TM_TIER_HBM);
+}
+
+/* The hottest chunk below, kept in DDR by a rule, is never promoted into free HBM room. */
+static void test_rule_keeps_lower_chunks(void **state)
+{
+    (void)state;
+    fake_alloc f[2];
+    tm_rebalance_alloc a[2] = { make_alloc(&f[0], 2, TM_TIER_DDR, 0.9), make_alloc(&f[1], 2, TM_TIER_DDR, 0.5) };
+    uint8_t pin[2] = { TM_TIER_DDR, TM_TIER_DDR };
+    a[0].pin = pin;
+    tm_rebalance_input in = make_input(a, 2, 10, 10, 100);
+    tm_rebalance_move out[16];
+    int n = tm_rebalance_plan(&in, out, 16);
+    assert_int_equal(n, 1);
+    assert_int_equal(out[0].alloc, 1);
+    assert_true(out[0].whole);
+    assert_int_equal(out[0].to, TM_TIER_HBM);
+}
+
+/* Chunks a rule sends to CXL that landed in DDR (CXL was full) go back, cold or not, as far
+ * as CXL's room and the budget allow, and before any promotion. */
+static void test_rule_chunks_go_home_within_room(void **state)
+{
+    (void)state;
+    fake_alloc f[2];
+    tm_rebalance_alloc a[2] = { make_alloc(&f[0], 4, TM_TIER_DDR, 0.0), make_alloc(&f[1], 4, TM_TIER_DDR, 0.9) };
+    uint8_t pin[4] = { TM_TIER_CXL, TM_TIER_CXL, TM_TIER_CXL, TM_TIER_CXL };
+    a[0].pin = pin;
+    tm_rebalance_input in = make_input(a, 2, 10, 10, 3);
+    in.room[TM_TIER_CXL] = 2;
+    tm_rebalance_move out[16];
+    int n = tm_rebalance_plan(&in, out, 16);
+    assert_int_equal(n, 2);
+    assert_int_equal(out[0].alloc, 0);
+    assert_int_equal(out[0].first, 0);
+    assert_int_equal(out[0].count, 2);
+    assert_int_equal(out[0].to, TM_TIER_CXL);
+    assert_int_equal(out[1].alloc, 1);
+    assert_int_equal(out[1].count, 1); /* the budget's third move */
+    assert_int_equal(out[1].to, TM_TIER_HBM);
+
+    in.room[TM_TIER_CXL] = 0; /* no room at home: they stay where they are */
+    n = tm_rebalance_plan(&in, out, 16);
+    assert_int_equal(n, 1);
+    assert_int_equal(out[0].alloc, 1);
+    assert_int_equal(out[0].count, 3);
+}
+
+/* Demotions follow the tier order: only its tiers, the first with room. */
+static void test_demotion_follows_the_order(void **state)
+{
+    (void)state;
+    fake_alloc f[2];
+    tm_rebalance_alloc a[2] = { make_alloc(&f[0], 1, TM_TIER_HBM, 0.0), make_alloc(&f[1], 1, TM_TIER_DDR, 0.9) };
+    tm_rebalance_input in = make_input(a, 2, 0, 10, 100);
+    in.room[TM_TIER_CXL] = 10;
+    tm_rebalance_move out[16];
+    assert_int_equal(tm_rebalance_plan(&in, out, 16), 2);
+    assert_int_equal(out[0].to, TM_TIER_CXL); /* the default order: CXL first */
+
+    tm_tier_order order;
+    assert_true(tm_tier_order_parse("hbm,ddr,cxl", &order));
+    in.order = &order;
+    assert_int_equal(tm_rebalance_plan(&in, out, 16), 2);
+    assert_int_equal(out[0].alloc, 0);
+    assert_int_equal(out[0].to, TM_TIER_DDR);
+
+    assert_true(tm_tier_order_parse("hbm,cxl", &order)); /* DDR holds the hot chunk, takes none */
+    assert_int_equal(tm_rebalance_plan(&in, out, 16), 2);
+    assert_int_equal(out[0].to, TM_TIER_CXL);
+    in.room[TM_TIER_CXL] = 0;
+    assert_int_equal(tm_rebalance_plan(&in, out, 16), 0);
+
+    assert_true(tm_tier_order_parse("cxl,ddr", &order)); /* no HBM in the order: nothing goes up */
+    in.room[TM_TIER_HBM] = 10;
+    assert_int_equal(tm_rebalance_plan(&in, out, 16), 0);
+
+    /* CXL before HBM: its chunks stay, DDR's (after HBM) go up, and demotions skip CXL */
+    assert_true(tm_tier_order_parse("cxl,hbm,ddr", &order));
+    f[1].tier[0] = TM_TIER_CXL;
+    assert_int_equal(tm_rebalance_plan(&in, out, 16), 0);
+    f[1].tier[0] = TM_TIER_DDR;
+    in.room[TM_TIER_HBM] = 0;
+    in.room[TM_TIER_CXL] = 10;
+    assert_int_equal(tm_rebalance_plan(&in, out, 16), 2);
+    assert_int_equal(out[0].alloc, 0);
+    assert_int_equal(out[0].to, TM_TIER_DDR);
+}
+
 static void test_budget_from_rate(void **state)
 {
     (void)state;
@@ -277,6 +390,10 @@ int main(void)
         cmocka_unit_test(test_budget_limits_a_pass),
         cmocka_unit_test(test_no_room_below_no_swap),
         cmocka_unit_test(test_dropped_chunks_never_move),
+        cmocka_unit_test(test_rule_keeps_hbm_chunks),
+        cmocka_unit_test(test_rule_keeps_lower_chunks),
+        cmocka_unit_test(test_rule_chunks_go_home_within_room),
+        cmocka_unit_test(test_demotion_follows_the_order),
         cmocka_unit_test(test_budget_from_rate),
         cmocka_unit_test(test_budget_earned_over_time),
     };

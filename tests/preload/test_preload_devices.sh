@@ -6,7 +6,9 @@
 source "$(dirname "$0")/../lib/tap.sh"
 source "$(dirname "$0")/preload_lib.sh"
 DEVICES=$B/tests/preload/devices
-SIM=(SIMCUDA_DEVICES=2 SIMCUDA_MEM=128M,96M)
+# Per-device placement as `size` places it (`heat` takes its staging ring on the first device
+# set up, the stray one here, and rebalances that device only)
+SIM=(SIMCUDA_DEVICES=2 SIMCUDA_MEM=128M,96M TIERMEM_POLICY=size)
 MIB=$((1 << 20))
 device_field() { jq -r ".devices[] | select(.ordinal == $2) | .$3" <<<"$1"; }
 

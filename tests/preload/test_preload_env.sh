@@ -5,7 +5,8 @@
 source "$(dirname "$0")/../lib/tap.sh"
 source "$(dirname "$0")/preload_lib.sh"
 MIB=$((1 << 20))
-SIM=(SIMCUDA_MEM=512M SIMCUDA_NUMA_NODES=0,1)
+# Placement, limits and views as `size` places (`heat` would add its HBM staging ring)
+SIM=(SIMCUDA_MEM=512M SIMCUDA_NUMA_NODES=0,1 TIERMEM_POLICY=size)
 
 # ---------------------------------------------------------------- memory-info views
 lines() { grep '^info ' <<<"$1" | sed -n "$2p"; }

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Same-address chunk migration under load: 8 streams (asynchronous, SIMCUDA_ASYNC=1)
-# check and rewrite checksummed data in a chunked allocation while chunks move between
+# check and rewrite checksummed data in a chunked allocation, and read it back with
+# device-to-host copies, and set and copy a chunk with memsets and device-to-device
+# copies, while chunks move between
 # HBM, CXL and DDR. No byte is corrupted, nothing leaks (simcuda has no physical
 # allocation or reservation live at exit), and a driver call failing mid-migration
 # leaves the data right. `make stress` runs the same for 10^6 migrations.
@@ -20,13 +22,23 @@ echo "# $line"
 check_eq "$MIGRATIONS migrations under 8 streams: exit 0, 0 corrupted bytes, 0 failed" \
   "$rc $(sed -E 's/.* failed ([0-9]+) .* corrupted bytes ([0-9]+)/\1 \2/' <<<"$line")" "0 0 0"
 check "the kernels ran while chunks moved" test "$(sed -E 's/.* launches ([0-9]+) .*/\1/' <<<"$line")" -gt 8
+check "device-to-host read-backs ran while chunks moved (and found every byte right)" \
+  test "$(sed -E 's/.* reads ([0-9]+) .*/\1/' <<<"$line")" -gt 4
 check "no physical allocation or reservation leaked" \
   grep -q '^simcuda: exit: 0 physical allocations and 0 address reservations live' <<<"$out"
 json=$("$TIERMEM_STAT" --json "$SCRATCH/stress")
-check "the stats count the chunks moved (all but the first move of each of 8 chunks at most)" \
-  test "$(json_value "$json" migrations)" -ge $((MIGRATIONS - 8))
+check "the stats count the chunks moved (all but the first move of each of 12 chunks at most)" \
+  test "$(json_value "$json" migrations)" -ge $((MIGRATIONS - 12))
 check "a migration found a pooled chunk" test "$(json_value "$json" pool_hits)" -gt 0
 check_eq "every tier is empty at the end" "$(json_tier_sum "$json" used)" 0
+
+# One stream: fewer launches, so a migration copies again less often, and the memsets and
+# device-to-device copies of the setter meet more remaps.
+out=$(under_tiermem "${SIM[@]}" -- "$STRESS" "$MIGRATIONS" 1 1 2>&1); rc=$?
+line=$(grep '^migrations' <<<"$out")
+echo "# one stream: $line"
+check_eq "$MIGRATIONS migrations under 1 stream: exit 0, 0 corrupted bytes" \
+  "$rc $(sed -E 's/.* corrupted bytes ([0-9]+)/\1/' <<<"$line")" "0 0"
 
 # A driver call failing inside a migration: the migration fails, the data does not.
 for fault in cuMemcpyDtoDAsync_v2:7:CUDA_ERROR_UNKNOWN cuMemMap:40 cuMemSetAccess:30 cuMemCreate:25 cuCtxSynchronize:20; do

@@ -5,8 +5,9 @@
 source "$(dirname "$0")/../lib/tap.sh"
 source "$(dirname "$0")/preload_lib.sh"
 MIB=$((1 << 20))
+# The figures as `size` places (`heat` would add the 4 MiB of its staging ring to HBM's use)
 SIM=(SIMCUDA_MEM=512M SIMCUDA_NUMA_NODES=0,1 TIERMEM_HBM_LIMIT=256M TIERMEM_CXL_NODE=1 TIERMEM_CXL_LIMIT=1G
-     TIERMEM_DDR_LIMIT=256M)
+     TIERMEM_DDR_LIMIT=256M TIERMEM_POLICY=size)
 
 # "agree" when every info line has cuMemGetInfo's free and total in both NVML calls, and the
 # before line has cuDeviceTotalMem's total in both; else the first line that differs.

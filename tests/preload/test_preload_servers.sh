@@ -4,7 +4,8 @@
 source "$(dirname "$0")/../lib/tap.sh"
 source "$(dirname "$0")/preload_lib.sh"
 MIB=$((1 << 20))
-SIM=(SIMCUDA_MEM=256M SIMCUDA_NUMA_NODES=0,1 TIERMEM_CXL_NODE=1)
+# HBM figures as `size` places (`heat` would add the 4 MiB of its staging ring)
+SIM=(SIMCUDA_MEM=256M SIMCUDA_NUMA_NODES=0,1 TIERMEM_CXL_NODE=1 TIERMEM_POLICY=size)
 
 # ---------------------------------------------------------------- a pool of the program's own
 # llama.cpp grows its pool by create → map → release: the mapping keeps the memory, so it

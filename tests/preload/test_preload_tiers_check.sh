@@ -6,7 +6,8 @@
 source "$(dirname "$0")/../lib/tap.sh"
 source "$(dirname "$0")/preload_lib.sh"
 MIB=$((1 << 20))
-SIM=(SIMCUDA_MEM=64M)
+# HBM figures as `size` places (`heat` would add the 4 MiB of its staging ring)
+SIM=(SIMCUDA_MEM=64M TIERMEM_POLICY=size)
 
 # ---------------------------------------------------------------- nodes
 # Runs `probe pieces TOTAL PIECE` held; $json is tiermem-stat's view, $log what it printed.

@@ -4,7 +4,8 @@
 source "$(dirname "$0")/../lib/tap.sh"
 source "$(dirname "$0")/preload_lib.sh"
 MIB=$((1 << 20))
-SIM=(SIMCUDA_MEM=128M SIMCUDA_NUMA_NODES=0,1)
+# HBM figures as `size` places (`heat` would add the 4 MiB of its staging ring)
+SIM=(SIMCUDA_MEM=128M SIMCUDA_NUMA_NODES=0,1 TIERMEM_POLICY=size)
 
 # ---------------------------------------------------------------- cuMemCreate at the device
 out=$(without_tiermem "${SIM[@]}" -- "$PROBE" vmm 32M 8 2>&1); rc=$?

@@ -10,8 +10,8 @@
 #
 # Configurations, same device (BENCH_SERVE_MEM, default 12M of HBM):
 #   hbm      the engine alone: its KV pool is what HBM has left after the weights;
-#   virtual  the same under libtiermem.so with TIERMEM_MEMINFO=virtual and a DDR tier
-#            (BENCH_SERVE_DDR, default 128M): the pool, sized from cuMemGetInfo as before,
+#   virtual  the same under libtiermem.so with TIERMEM_MEMINFO=virtual, TIERMEM_POLICY=size
+#            and a DDR tier (BENCH_SERVE_DDR, default 128M): the pool, sized from cuMemGetInfo as before,
 #            grows into DDR; prefixes of idle conversations stay cached there;
 #   heat     as virtual with TIERMEM_POLICY=heat, when this build has that policy.
 # Reported per configuration and N: time to first token p50/p99 in simulated device time
@@ -96,14 +96,14 @@ run() {
 configs=(hbm virtual)
 declare -A env_of=(
   [hbm]=""
-  [virtual]="LD_PRELOAD=$B/lib/libtiermem.so TIERMEM_MEMINFO=virtual TIERMEM_DDR_NODE=0 TIERMEM_DDR_LIMIT=$DDR TIERMEM_TIER_ORDER=hbm,ddr"
+  [virtual]="LD_PRELOAD=$B/lib/libtiermem.so TIERMEM_MEMINFO=virtual TIERMEM_DDR_NODE=0 TIERMEM_DDR_LIMIT=$DDR TIERMEM_TIER_ORDER=hbm,ddr TIERMEM_POLICY=size"
 )
 probe=$(env LD_PRELOAD="$B/lib/libtiermem.so" TIERMEM_POLICY=heat "$LLM" -m "$MODEL" -p hi -n 1 2>&1)
 if grep -q "TIERMEM_POLICY='heat' is not valid" <<<"$probe"; then
   echo "# heat: skipped (this build's libtiermem.so has no TIERMEM_POLICY=heat yet)"
 else
   configs+=(heat)
-  env_of[heat]="${env_of[virtual]} TIERMEM_POLICY=heat"
+  env_of[heat]="${env_of[virtual]/TIERMEM_POLICY=size/TIERMEM_POLICY=heat}"
 fi
 
 echo "# $TURNS turns per user, $TOKENS tokens per answer, ${THINK}s think time; HBM $MEM, DDR tier $DDR;"

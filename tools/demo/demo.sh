@@ -144,8 +144,10 @@ run_llm "$work/default.log" SIMCUDA_MEM=$device_mem LD_PRELOAD="$interposer" -- 
   { tail -n 5 "$work/default.log"; exit 1; }
 default_ids=$(ids_of "$work/default.log")
 say "        $(grep 'kv pool:' "$work/default.log" | sed 's/^tiermem-llm: //' | cut -c1-100)"
+default_summary=$(grep 'summary:' "$work/default.log")
 if [ "$default_ids" = "$reference_ids" ]; then
-  say "        the same $tokens tokens as the reference"
+  say "        the same $tokens tokens as the reference, $(field sim_decode_tok_s <<<"$default_summary") tokens/s" \
+      "simulated (policy heat, the default)"
 else
   say "        generated ids: $default_ids (NOT the reference's)"
 fi
