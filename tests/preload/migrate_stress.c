@@ -3,11 +3,14 @@
  *
  *   migrate_stress MIGRATIONS [STREAMS [CHUNKS_PER_STREAM]]
  *
- * One chunked allocation holds a region per stream. A thread per stream launches the
- * check_stamp kernel on its region over and over (each launch checks the previous
- * version of every word and writes the next); a migrator thread meanwhile moves random
- * runs of 1 to 4 chunks to random tiers through tiermem_migrate, until MIGRATIONS chunks
- * have moved. At the end the host checks every word too. Prints
+ * One chunked allocation holds a region per stream, cut in 256 KiB slices, each with its
+ * own seed and version. A thread per stream launches the check_stamp kernel on its
+ * slices in turn (each launch checks the previous version of every word of the slice and
+ * writes the next); a migrator thread meanwhile moves random runs of 1 to 4 chunks to
+ * random tiers through tiermem_migrate, until MIGRATIONS chunks have moved. Launches are
+ * paced by the migrations: a stream launches once per migration started, so kernels run
+ * during every migration and the work per migration does not depend on the machine's
+ * speed. At the end the host checks every word too. Prints
  *   "migrations N refused N failed N launches N corrupted bytes N"
  * (refused: the tier was full or absent; failed: another error, as under fault injection)
  * and exits 0 only when nothing was corrupted. Needs libtiermem.so preloaded. */
@@ -15,6 +18,7 @@
 #include <dlfcn.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +27,7 @@
 #include "tests/preload/stamp.h"
 
 #define CHUNK (2ull << 20)
+#define SLICE_WORDS ((256ull << 10) / 4) /* uint32_t words one launch checks */
 #define MAX_STREAMS 64
 
 typedef CUresult (*migrate_fn)(CUdeviceptr address, size_t bytes, const char *tier);
@@ -31,27 +36,54 @@ static CUcontext ctx;
 static CUfunction kernel;
 static CUdeviceptr data;           /* streams * chunks_per_stream chunks */
 static CUdeviceptr bad;            /* [1] uint64_t: bytes found wrong by the kernels */
-static uint64_t region_words;      /* uint32_t words per stream */
-static int stop;
+static uint64_t slices;            /* per stream */
+static uint32_t *version;          /* [streams * slices] versions each slice has had written */
+
+/* the pace: migrations started so far, and whether the migrator is done */
+static pthread_mutex_t pace_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t pace_moved = PTHREAD_COND_INITIALIZER;
+static uint64_t started;
+static bool stop;
 
 struct launcher {
     pthread_t thread;
     int index;
     CUstream stream;
-    uint32_t version;              /* versions written so far */
+    uint64_t launches;
 };
+
+/* Slice `slice` of all streams' slices: where it is and the seed its words are stamped with. */
+static CUdeviceptr slice_at(uint64_t slice)
+{
+    return data + slice * SLICE_WORDS * 4;
+}
+
+static uint32_t slice_seed(uint64_t slice)
+{
+    return (uint32_t)slice + 1;
+}
 
 static void *launch_loop(void *arg)
 {
     struct launcher *l = arg;
     CHECK(cuCtxSetCurrent(ctx));
-    CUdeviceptr region = data + (uint64_t)l->index * region_words * 4;
-    uint32_t seed = (uint32_t)l->index + 1;
-    while (!__atomic_load_n(&stop, __ATOMIC_ACQUIRE)) {
-        void *params[] = { &region, &region_words, &seed, &l->version, &bad };
+    uint64_t words = SLICE_WORDS;
+    for (;;) {
+        pthread_mutex_lock(&pace_lock);
+        while (!stop && l->launches >= started)
+            pthread_cond_wait(&pace_moved, &pace_lock);
+        bool done = stop;
+        pthread_mutex_unlock(&pace_lock);
+        if (done)
+            break;
+        uint64_t slice = (uint64_t)l->index * slices + l->launches % slices;
+        CUdeviceptr at = slice_at(slice);
+        uint32_t seed = slice_seed(slice);
+        void *params[] = { &at, &words, &seed, &version[slice], &bad };
         CHECK(cuLaunchKernel(kernel, 1, 1, 1, 1, 1, 1, 0, l->stream, params, NULL));
-        l->version++;
-        if (l->version % 2 == 0) /* a few launches in flight, not an unbounded queue */
+        version[slice]++;
+        l->launches++;
+        if (l->launches % 2 == 0) /* a few launches in flight, not an unbounded queue */
             CHECK(cuStreamSynchronize(l->stream));
     }
     CHECK(cuStreamSynchronize(l->stream));
@@ -90,17 +122,19 @@ int main(int argc, char **argv)
     CHECK(cuModuleGetFunction(&kernel, module, "check_stamp"));
 
     uint64_t chunks = (uint64_t)streams * per_stream;
-    region_words = per_stream * CHUNK / 4;
+    slices = per_stream * CHUNK / (SLICE_WORDS * 4);
+    uint64_t all_slices = (uint64_t)streams * slices;
     CHECK(cuMemAlloc(&data, chunks * CHUNK));
     CHECK(cuMemAlloc(&bad, sizeof(uint64_t)));
     CHECK(cuMemsetD8(bad, 0, sizeof(uint64_t)));
-    uint32_t *host = malloc(region_words * 4);
-    if (!host)
+    uint32_t *host = malloc(SLICE_WORDS * 4);
+    version = calloc(all_slices, sizeof *version);
+    if (!host || !version)
         return 3;
-    for (int s = 0; s < streams; s++) {
-        for (uint64_t i = 0; i < region_words; i++)
-            host[i] = test_stamp((uint32_t)s + 1, i, 0);
-        CHECK(cuMemcpyHtoD(data + (uint64_t)s * region_words * 4, host, region_words * 4));
+    for (uint64_t slice = 0; slice < all_slices; slice++) {
+        for (uint64_t i = 0; i < SLICE_WORDS; i++)
+            host[i] = test_stamp(slice_seed(slice), i, 0);
+        CHECK(cuMemcpyHtoD(slice_at(slice), host, SLICE_WORDS * 4));
     }
 
     struct launcher launcher[MAX_STREAMS];
@@ -121,6 +155,10 @@ int main(int argc, char **argv)
         if (first + count > chunks)
             count = chunks - first;
         int tier = (int)(next_random(&state) % 3);
+        pthread_mutex_lock(&pace_lock);
+        started++;
+        pthread_cond_broadcast(&pace_moved);
+        pthread_mutex_unlock(&pace_lock);
         CUresult r = migrate(data + first * CHUNK, count * CHUNK, tiers[tier]);
         if (r != CUDA_SUCCESS) {
             /* the tier is full or absent, or (under fault injection) the driver failed */
@@ -139,24 +177,27 @@ int main(int argc, char **argv)
             where[c] = (char)tier;
         }
     }
-    __atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
+    pthread_mutex_lock(&pace_lock);
+    stop = true;
+    pthread_cond_broadcast(&pace_moved);
+    pthread_mutex_unlock(&pace_lock);
     uint64_t launches = 0;
     for (int s = 0; s < streams; s++) {
         pthread_join(launcher[s].thread, NULL);
-        launches += launcher[s].version;
+        launches += launcher[s].launches;
+        CHECK(cuStreamDestroy(launcher[s].stream));
     }
     CHECK(cuCtxSynchronize());
 
     uint64_t corrupted = 0;
     CHECK(cuMemcpyDtoH(&corrupted, bad, sizeof corrupted));
-    for (int s = 0; s < streams; s++) {
-        CHECK(cuMemcpyDtoH(host, data + (uint64_t)s * region_words * 4, region_words * 4));
-        for (uint64_t i = 0; i < region_words; i++) {
-            uint32_t diff = host[i] ^ test_stamp((uint32_t)s + 1, i, launcher[s].version);
+    for (uint64_t slice = 0; slice < all_slices; slice++) {
+        CHECK(cuMemcpyDtoH(host, slice_at(slice), SLICE_WORDS * 4));
+        for (uint64_t i = 0; i < SLICE_WORDS; i++) {
+            uint32_t diff = host[i] ^ test_stamp(slice_seed(slice), i, version[slice]);
             for (; diff; diff >>= 8)
                 corrupted += (diff & 0xff) != 0;
         }
-        CHECK(cuStreamDestroy(launcher[s].stream));
     }
     printf("migrations %" PRIu64 " refused %" PRIu64 " failed %" PRIu64 " launches %" PRIu64
            " corrupted bytes %" PRIu64 "\n", moved, refused, failed, launches, corrupted);
@@ -164,6 +205,7 @@ int main(int argc, char **argv)
     CHECK(cuMemFree(bad));
     CHECK(cuModuleUnload(module));
     free(host);
+    free(version);
     free(where);
     return corrupted ? 1 : 0;
 }
