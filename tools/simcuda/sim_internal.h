@@ -169,6 +169,8 @@ typedef struct sim_phys {
     int mapping_refs;       /* live cuMemMap mappings */
     bool imported;          /* cuMemImportFromShareableHandle: another process's memory, not
                              * charged against SIMCUDA_MEM here */
+    uintptr_t park;         /* where its page tables wait between mappings (sim_vmm.c), or 0 */
+    bool parked;            /* they are there now */
 } sim_phys;
 
 /* ---------------------------------------------------------------- address ranges */
