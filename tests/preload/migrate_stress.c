@@ -8,9 +8,9 @@
  * slices in turn (each launch checks the previous version of every word of the slice and
  * writes the next); a migrator thread meanwhile moves random runs of 1 to 4 chunks to
  * random tiers through tiermem_migrate, until MIGRATIONS chunks have moved. Launches are
- * paced by the migrations: a stream launches once per migration started, so kernels run
- * during every migration and the work per migration does not depend on the machine's
- * speed. At the end the host checks every word too. Prints
+ * paced by the migrations: LAUNCHES_PER_MIGRATION launches per migration started, the
+ * streams taking turns, so kernels run during every migration and the work per migration
+ * does not depend on the machine's speed. At the end the host checks every word too. Prints
  *   "migrations N refused N failed N launches N corrupted bytes N"
  * (refused: the tier was full or absent; failed: another error, as under fault injection)
  * and exits 0 only when nothing was corrupted. Needs libtiermem.so preloaded. */
@@ -29,6 +29,7 @@
 #define CHUNK (2ull << 20)
 #define SLICE_WORDS ((256ull << 10) / 4) /* uint32_t words one launch checks */
 #define MAX_STREAMS 64
+#define LAUNCHES_PER_MIGRATION 2
 
 typedef CUresult (*migrate_fn)(CUdeviceptr address, size_t bytes, const char *tier);
 
@@ -36,6 +37,7 @@ static CUcontext ctx;
 static CUfunction kernel;
 static CUdeviceptr data;           /* streams * chunks_per_stream chunks */
 static CUdeviceptr bad;            /* [1] uint64_t: bytes found wrong by the kernels */
+static int streams;
 static uint64_t slices;            /* per stream */
 static uint32_t *version;          /* [streams * slices] versions each slice has had written */
 
@@ -70,7 +72,8 @@ static void *launch_loop(void *arg)
     uint64_t words = SLICE_WORDS;
     for (;;) {
         pthread_mutex_lock(&pace_lock);
-        while (!stop && l->launches >= started)
+        /* its turn: the launches of all streams so far stay within the pace */
+        while (!stop && l->launches * (uint64_t)streams + (uint64_t)l->index >= started * LAUNCHES_PER_MIGRATION)
             pthread_cond_wait(&pace_moved, &pace_lock);
         bool done = stop;
         pthread_mutex_unlock(&pace_lock);
@@ -105,7 +108,7 @@ int main(int argc, char **argv)
         return 2;
     }
     uint64_t target = strtoull(argv[1], NULL, 10);
-    int streams = argc > 2 ? atoi(argv[2]) : 8;
+    streams = argc > 2 ? atoi(argv[2]) : 8;
     uint64_t per_stream = argc > 3 ? strtoull(argv[3], NULL, 10) : 2;
     if (streams < 1 || streams > MAX_STREAMS || per_stream < 1) {
         fprintf(stderr, "migrate_stress: STREAMS must be 1 to %d, CHUNKS_PER_STREAM at least 1\n", MAX_STREAMS);
