@@ -8,7 +8,7 @@ source "$(dirname "$0")/../lib/tap.sh"
 source "$(dirname "$0")/preload_lib.sh"
 STRESS=$B/tests/preload/migrate_stress
 SIM=(SIMCUDA_MEM=24M SIMCUDA_NUMA_NODES=0,1 SIMCUDA_ASYNC=1 SIMCUDA_HOST_TIME=0 SIMCUDA_LOG=info TIERMEM_CXL_NODE=1)
-MIGRATIONS=${TM_STRESS_MIGRATIONS:-120}
+MIGRATIONS=${TM_STRESS_MIGRATIONS:-500}
 
 out=$(without_tiermem "${SIM[@]}" -- "$STRESS" 10 2>&1); rc=$?
 check_eq "without the interposer it says tiermem_migrate is missing" \
