@@ -22,6 +22,7 @@ check_eq "$MIGRATIONS migrations under 8 streams: exit 0, 0 corrupted bytes, 0 f
 check "the kernels ran while chunks moved" test "$(sed -E 's/.* launches ([0-9]+) .*/\1/' <<<"$line")" -gt 8
 check "no physical allocation or reservation leaked" \
   grep -q '^simcuda: exit: 0 physical allocations and 0 address reservations live' <<<"$out"
+echo "# $("$TIERMEM_STAT" "$SCRATCH/stress" | grep '^migrations')"
 json=$("$TIERMEM_STAT" --json "$SCRATCH/stress")
 check "the stats count the chunks moved (all but the first move of each of 8 chunks at most)" \
   test "$(json_value "$json" migrations)" -ge $((MIGRATIONS - 8))
