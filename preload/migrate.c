@@ -2,6 +2,7 @@
 #include "preload/migrate.h"
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,6 +23,12 @@ static CUcontext stream_ctx;    /* the context `stream` belongs to */
 static CUstream stream;         /* the interposer's own copy stream */
 static CUdeviceptr staging;     /* TM_MIGRATE_BATCH chunks of address space */
 static uint64_t staging_chunk;  /* chunk size the staging range was reserved for */
+static unsigned closed_copies;  /* batches left to copy only under the closed gate */
+
+/* After a batch was written during its copy, the next batches are copied once, under the
+ * closed gate, rather than twice: while the program keeps writing, the copy made with the
+ * gate open is wasted. Every this many, the open copy is tried again. */
+#define CLOSED_COPY_RUN 8
 
 void tm_migrate_lock(void)
 {
@@ -95,20 +102,13 @@ static CUresult copy_to_staging(CUdeviceptr from, uint64_t bytes)
 }
 
 /* The remap, with the gate closed and the old chunks quiescent. */
-static CUresult remap(tm_device *d, tm_alloc *a, uint64_t first, uint64_t count, uint64_t before,
+static CUresult remap(tm_device *d, tm_alloc *a, uint64_t first, uint64_t count,
                       const CUmemGenericAllocationHandle *fresh)
 {
     tm_backing *b = a->backing;
     uint64_t chunk = b->plan.chunk_size;
     CUdeviceptr at = b->base + first * chunk;
-    CUresult r = tm_real.cuCtxSynchronize();
-    if (r == CUDA_SUCCESS && tm_gate_submissions() != before) {
-        tm_stat_add(migration_rewrites, 1);
-        r = copy_to_staging(at, count * chunk);
-    }
-    if (r != CUDA_SUCCESS)
-        return r;
-    r = tm_real.cuMemUnmap(at, count * chunk);
+    CUresult r = tm_real.cuMemUnmap(at, count * chunk);
     if (r != CUDA_SUCCESS)
         return r;
     r = map_chunks(at, fresh, count, chunk, &d->target);
@@ -156,20 +156,40 @@ static CUresult move_batch(tm_device *d, tm_alloc *a, uint64_t first, uint64_t c
         got++;
     CUresult r = got < count ? CUDA_ERROR_OUT_OF_MEMORY : map_chunks(staging, fresh, count, chunk, &d->target);
     if (r == CUDA_SUCCESS) {
-        /* read with the gate closed, `before` counts only submissions that are queued
-         * (or done): once they drain, the copy sees their writes */
-        tm_gate_close();
-        uint64_t before = tm_gate_submissions();
-        tm_gate_open();
-        r = tm_real.cuCtxSynchronize();
-        if (r == CUDA_SUCCESS)
-            r = copy_to_staging(b->base + first * chunk, count * chunk);
-        if (r == CUDA_SUCCESS) {
+        CUdeviceptr at = b->base + first * chunk;
+        bool open_copy = closed_copies == 0;
+        uint64_t before = 0;
+        if (open_copy) {
+            /* read with the gate closed, `before` counts only submissions that are queued
+             * (or done): once they drain, the copy sees their writes */
             tm_gate_close();
-            r = remap(d, a, first, count, before, fresh);
+            before = tm_gate_submissions();
             tm_gate_open();
+            r = tm_real.cuCtxSynchronize();
+            if (r == CUDA_SUCCESS)
+                r = copy_to_staging(at, count * chunk);
+        } else {
+            closed_copies--;
         }
-        tm_release_call(tm_real.cuMemUnmap(staging, count * chunk));
+        if (r == CUDA_SUCCESS) {
+            /* the fence: nothing is submitted from here, and what was submitted drains */
+            tm_gate_close();
+            r = tm_real.cuCtxSynchronize();
+            if (r == CUDA_SUCCESS && (!open_copy || tm_gate_submissions() != before)) {
+                if (open_copy) {
+                    tm_stat_add(migration_rewrites, 1);
+                    closed_copies = CLOSED_COPY_RUN;
+                }
+                r = copy_to_staging(at, count * chunk);
+            }
+            /* off the staging range first, so that the chunks' next mapping is their only one */
+            tm_release_call(tm_real.cuMemUnmap(staging, count * chunk));
+            if (r == CUDA_SUCCESS)
+                r = remap(d, a, first, count, fresh);
+            tm_gate_open();
+        } else {
+            tm_release_call(tm_real.cuMemUnmap(staging, count * chunk));
+        }
     }
     if (r == CUDA_SUCCESS) {
         settle(d, a, first, count, to, fresh);
@@ -241,6 +261,7 @@ void tm_migrate_forget_in_child(void)
     stream = NULL;
     stream_ctx = NULL;
     staging = 0;
+    closed_copies = 0;
     tm_chunk_pool_forget_in_child();
 }
 

@@ -7,7 +7,9 @@
  * (submit_gate.h), drain again (the fence), copy again if anything was submitted while
  * the first copy ran (a chunk written meanwhile, e.g. KV cache), unmap the old chunks and
  * map the new ones at the program's address with one cuMemSetAccess over the batch, open
- * the gate, and give the old chunks to the pool. A failure before the unmap leaves
+ * the gate, and give the old chunks to the pool. After a batch had to be copied again,
+ * the next 8 are copied once, only under the closed gate (the program is still writing,
+ * so a copy with the gate open would be wasted). A failure before the unmap leaves
  * everything as it was; one after it maps the old chunks back.
  *
  * Work the gate does not see (memsets, device-to-device copies, graph launches) is fenced

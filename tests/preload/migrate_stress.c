@@ -3,18 +3,20 @@
  *
  *   migrate_stress MIGRATIONS [STREAMS [CHUNKS_PER_STREAM]]
  *
- * One chunked allocation holds a region per stream. A thread per stream launches the
- * check_stamp kernel on its region over and over (each launch checks the previous
- * version of every word and writes the next); a migrator thread meanwhile moves random
- * runs of 1 to 4 chunks to random tiers through tiermem_migrate, until MIGRATIONS chunks
- * have moved. After every other launch the stream's thread also reads its region back
- * with cuMemcpyDtoHAsync and checks every word (a read-back that meets a chunk being
- * remapped fails or reads wrong bytes), and a reader thread copies pieces of two chunks
- * no kernel writes back with cuMemcpyDtoH in a tight loop, so that some copy is issued
- * while a chunk is unmapped unless the copies wait for the migration. A setter thread sets
- * a chunk to a new value with cuMemsetD32Async, copies it to another with cuMemcpyDtoD
- * and checks a piece of the copy (a write a migration's copy missed is
- * lost at the remap). At the end the host checks every word too. Prints
+ * One chunked allocation holds a region per stream, cut in 256 KiB slices, each with its
+ * own seed and version. A thread per stream launches the check_stamp kernel on its
+ * slices in turn (each launch checks the previous version of every word of the slice and
+ * writes the next); a migrator thread meanwhile moves random runs of 1 to 4 chunks to
+ * random tiers through tiermem_migrate, until MIGRATIONS chunks have moved. Launches are
+ * paced by the migrations: LAUNCHES_PER_MIGRATION launches per migration started, the
+ * streams taking turns, so kernels run during every migration and the work per migration
+ * does not depend on the machine's speed. After every other launch a stream's thread reads
+ * the slice back with cuMemcpyDtoHAsync and checks every word (a read-back that meets a
+ * chunk being remapped fails or reads wrong bytes). With each migration started, a reader
+ * thread copies a piece of two chunks no kernel writes back with cuMemcpyDtoH, and a
+ * setter thread sets a piece of a chunk to a new value with cuMemsetD32Async, copies it to
+ * another with cuMemcpyDtoD and checks the copy (a write a migration's copy missed is lost
+ * at the remap). At the end the host checks every word too. Prints
  *   "migrations N refused N failed N launches N reads N corrupted bytes N"
  * (refused: the tier was full or absent; failed: another error, as under fault injection;
  * corrupted counts bytes the kernels, the read-backs and the final check found wrong)
@@ -23,6 +25,7 @@
 #include <dlfcn.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,9 +34,11 @@
 #include "tests/preload/stamp.h"
 
 #define CHUNK (2ull << 20)
+#define SLICE_WORDS ((256ull << 10) / 4) /* uint32_t words one launch checks */
 #define MAX_STREAMS 64
+#define LAUNCHES_PER_MIGRATION 2
 #define STILL_CHUNKS 2             /* written once, then only read */
-#define PIECE_WORDS 64             /* words of one read of them */
+#define PIECE_WORDS 64             /* words of one read or set of the helpers' chunks */
 
 typedef CUresult (*migrate_fn)(CUdeviceptr address, size_t bytes, const char *tier);
 
@@ -42,20 +47,38 @@ static CUfunction kernel;
 static CUdeviceptr data;           /* streams * chunks_per_stream chunks, then STILL_CHUNKS,
                                     * then the setter's two */
 static CUdeviceptr bad;            /* [1] uint64_t: bytes found wrong by the kernels */
-static uint64_t region_words;      /* uint32_t words per stream */
-static int stop;
+static int streams;
+static uint64_t slices;            /* per stream */
+static uint32_t *version;          /* [streams * slices] versions each slice has had written */
 static uint64_t reads;             /* read-backs done */
 static uint64_t read_corrupted;    /* bytes the read-backs found wrong */
+
+/* the pace: migrations started so far, and whether the migrator is done */
+static pthread_mutex_t pace_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t pace_moved = PTHREAD_COND_INITIALIZER;
+static uint64_t started;
+static bool stop;
 
 struct launcher {
     pthread_t thread;
     int index;
     CUstream stream;
-    uint32_t version;              /* versions written so far */
-    uint32_t *readback;            /* [region_words] */
+    uint64_t launches;
+    uint32_t *readback;            /* [SLICE_WORDS] */
 };
 
-/* Bytes of `words`, words `first` on of the region of `seed`, that differ from it at `version`. */
+/* Slice `slice` of all streams' slices: where it is and the seed its words are stamped with. */
+static CUdeviceptr slice_at(uint64_t slice)
+{
+    return data + slice * SLICE_WORDS * 4;
+}
+
+static uint32_t slice_seed(uint64_t slice)
+{
+    return (uint32_t)slice + 1;
+}
+
+/* Bytes of `words`, words `first` on of a region stamped with `seed`, that differ from it at `version`. */
 static uint64_t wrong_bytes(const uint32_t *words, uint64_t first, uint64_t count, uint32_t seed, uint32_t version)
 {
     uint64_t wrong = 0;
@@ -65,22 +88,49 @@ static uint64_t wrong_bytes(const uint32_t *words, uint64_t first, uint64_t coun
     return wrong;
 }
 
+static void note_read(uint64_t wrong)
+{
+    __atomic_fetch_add(&read_corrupted, wrong, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&reads, 1, __ATOMIC_RELAXED);
+}
+
+/* Waits until a migration beyond `*seen` has started; false once the migrator is done. */
+static bool wait_next_migration(uint64_t *seen)
+{
+    pthread_mutex_lock(&pace_lock);
+    while (!stop && started <= *seen)
+        pthread_cond_wait(&pace_moved, &pace_lock);
+    bool go = !stop;
+    *seen = started;
+    pthread_mutex_unlock(&pace_lock);
+    return go;
+}
+
 static void *launch_loop(void *arg)
 {
     struct launcher *l = arg;
     CHECK(cuCtxSetCurrent(ctx));
-    CUdeviceptr region = data + (uint64_t)l->index * region_words * 4;
-    uint32_t seed = (uint32_t)l->index + 1;
-    while (!__atomic_load_n(&stop, __ATOMIC_ACQUIRE)) {
-        void *params[] = { &region, &region_words, &seed, &l->version, &bad };
+    uint64_t words = SLICE_WORDS;
+    for (;;) {
+        pthread_mutex_lock(&pace_lock);
+        /* its turn: the launches of all streams so far stay within the pace */
+        while (!stop && l->launches * (uint64_t)streams + (uint64_t)l->index >= started * LAUNCHES_PER_MIGRATION)
+            pthread_cond_wait(&pace_moved, &pace_lock);
+        bool done = stop;
+        pthread_mutex_unlock(&pace_lock);
+        if (done)
+            break;
+        uint64_t slice = (uint64_t)l->index * slices + l->launches % slices;
+        CUdeviceptr at = slice_at(slice);
+        uint32_t seed = slice_seed(slice);
+        void *params[] = { &at, &words, &seed, &version[slice], &bad };
         CHECK(cuLaunchKernel(kernel, 1, 1, 1, 1, 1, 1, 0, l->stream, params, NULL));
-        l->version++;
-        if (l->version % 2 == 0) { /* a few launches in flight, not an unbounded queue */
-            CHECK(cuMemcpyDtoHAsync(l->readback, region, region_words * 4, l->stream));
+        version[slice]++;
+        l->launches++;
+        if (l->launches % 2 == 0) { /* a few launches in flight, not an unbounded queue */
+            CHECK(cuMemcpyDtoHAsync(l->readback, at, SLICE_WORDS * 4, l->stream));
             CHECK(cuStreamSynchronize(l->stream));
-            __atomic_fetch_add(&read_corrupted, wrong_bytes(l->readback, 0, region_words, seed, l->version),
-                               __ATOMIC_RELAXED);
-            __atomic_fetch_add(&reads, 1, __ATOMIC_RELAXED);
+            note_read(wrong_bytes(l->readback, 0, SLICE_WORDS, seed, version[slice]));
         }
     }
     CHECK(cuStreamSynchronize(l->stream));
@@ -95,27 +145,25 @@ static uint64_t next_random(uint64_t *state)
     return *state;
 }
 
-/* Reads pieces of the still chunks (seed `streams + 1`, version 0) until told to stop. */
+/* Reads a piece of the still chunks (seed `still_seed`, version 0) per migration started. */
 static void *read_loop(void *arg)
 {
-    int streams = *(const int *)arg;
+    CUdeviceptr still = *(const CUdeviceptr *)arg;
+    uint32_t still_seed = (uint32_t)((uint64_t)streams * slices) + 1;
     CHECK(cuCtxSetCurrent(ctx));
-    CUdeviceptr still = data + (uint64_t)streams * region_words * 4;
     uint64_t pieces = STILL_CHUNKS * CHUNK / 4 / PIECE_WORDS;
     uint32_t piece[PIECE_WORDS];
-    for (uint64_t n = 0; !__atomic_load_n(&stop, __ATOMIC_ACQUIRE); n++) {
+    for (uint64_t n = 0, seen = 0; wait_next_migration(&seen); n++) {
         uint64_t first = n * 7 % pieces * PIECE_WORDS; /* strides over both chunks */
         CHECK(cuMemcpyDtoH(piece, still + first * 4, sizeof piece));
-        __atomic_fetch_add(&read_corrupted, wrong_bytes(piece, first, PIECE_WORDS, (uint32_t)streams + 1, 0),
-                           __ATOMIC_RELAXED);
-        __atomic_fetch_add(&reads, 1, __ATOMIC_RELAXED);
+        note_read(wrong_bytes(piece, first, PIECE_WORDS, still_seed, 0));
     }
     return NULL;
 }
 
-/* Sets a piece of the first of its chunks to 1, 2, 3, ... (a piece further on each time),
- * copies the piece to the second chunk and reads it back from there, until told to stop.
- * Small pieces, so that many writes are issued while a migration copies. */
+/* Per migration started: sets a piece of the first of its chunks to 1, 2, 3, ... (a piece
+ * further on each time), copies the piece to the second chunk and reads it back from there.
+ * Small pieces, so that the writes land while a migration copies. */
 static void *set_loop(void *arg)
 {
     CUdeviceptr set = *(const CUdeviceptr *)arg, copy = set + CHUNK;
@@ -123,7 +171,8 @@ static void *set_loop(void *arg)
     CUstream stream;
     CHECK(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
     uint32_t piece[PIECE_WORDS];
-    for (uint32_t value = 1; !__atomic_load_n(&stop, __ATOMIC_ACQUIRE); value++) {
+    uint64_t seen = 0;
+    for (uint32_t value = 1; wait_next_migration(&seen); value++) {
         uint64_t at = value * 7ull % (CHUNK / sizeof piece) * sizeof piece;
         CHECK(cuMemsetD32Async(set + at, value, PIECE_WORDS, stream));
         CHECK(cuStreamSynchronize(stream));
@@ -135,8 +184,7 @@ static void *set_loop(void *arg)
         for (uint64_t i = 0; i < PIECE_WORDS; i++)
             for (uint32_t diff = piece[i] ^ value; diff; diff >>= 8)
                 wrong += (diff & 0xff) != 0;
-        __atomic_fetch_add(&read_corrupted, wrong, __ATOMIC_RELAXED);
-        __atomic_fetch_add(&reads, 1, __ATOMIC_RELAXED);
+        note_read(wrong);
     }
     CHECK(cuStreamDestroy(stream));
     return NULL;
@@ -149,7 +197,7 @@ int main(int argc, char **argv)
         return 2;
     }
     uint64_t target = strtoull(argv[1], NULL, 10);
-    int streams = argc > 2 ? atoi(argv[2]) : 8;
+    streams = argc > 2 ? atoi(argv[2]) : 8;
     uint64_t per_stream = argc > 3 ? strtoull(argv[3], NULL, 10) : 2;
     if (streams < 1 || streams > MAX_STREAMS || per_stream < 1) {
         fprintf(stderr, "migrate_stress: STREAMS must be 1 to %d, CHUNKS_PER_STREAM at least 1\n", MAX_STREAMS);
@@ -166,33 +214,35 @@ int main(int argc, char **argv)
     CHECK(cuModuleGetFunction(&kernel, module, "check_stamp"));
 
     uint64_t chunks = (uint64_t)streams * per_stream + STILL_CHUNKS + 2;
-    region_words = per_stream * CHUNK / 4;
+    slices = per_stream * CHUNK / (SLICE_WORDS * 4);
+    uint64_t all_slices = (uint64_t)streams * slices;
     CHECK(cuMemAlloc(&data, chunks * CHUNK));
     CHECK(cuMemAlloc(&bad, sizeof(uint64_t)));
     CHECK(cuMemsetD8(bad, 0, sizeof(uint64_t)));
-    uint32_t *host = malloc(region_words * 4);
-    if (!host)
+    uint32_t *host = malloc(SLICE_WORDS * 4);
+    version = calloc(all_slices, sizeof *version);
+    if (!host || !version)
         return 3;
-    for (int s = 0; s < streams; s++) {
-        for (uint64_t i = 0; i < region_words; i++)
-            host[i] = test_stamp((uint32_t)s + 1, i, 0);
-        CHECK(cuMemcpyHtoD(data + (uint64_t)s * region_words * 4, host, region_words * 4));
+    for (uint64_t slice = 0; slice < all_slices; slice++) {
+        for (uint64_t i = 0; i < SLICE_WORDS; i++)
+            host[i] = test_stamp(slice_seed(slice), i, 0);
+        CHECK(cuMemcpyHtoD(slice_at(slice), host, SLICE_WORDS * 4));
     }
-    uint32_t *still = malloc(STILL_CHUNKS * CHUNK);
-    if (!still)
+    CUdeviceptr still = slice_at(all_slices), set = data + (chunks - 2) * CHUNK;
+    uint32_t *still_words = malloc(STILL_CHUNKS * CHUNK);
+    if (!still_words)
         return 3;
     for (uint64_t i = 0; i < STILL_CHUNKS * CHUNK / 4; i++)
-        still[i] = test_stamp((uint32_t)streams + 1, i, 0);
-    CHECK(cuMemcpyHtoD(data + (uint64_t)streams * region_words * 4, still, STILL_CHUNKS * CHUNK));
-    free(still);
+        still_words[i] = test_stamp(slice_seed(all_slices), i, 0);
+    CHECK(cuMemcpyHtoD(still, still_words, STILL_CHUNKS * CHUNK));
+    free(still_words);
     pthread_t reader, setter;
-    pthread_create(&reader, NULL, read_loop, &streams);
-    CUdeviceptr set = data + (chunks - 2) * CHUNK;
+    pthread_create(&reader, NULL, read_loop, &still);
     pthread_create(&setter, NULL, set_loop, &set);
 
     struct launcher launcher[MAX_STREAMS];
     for (int s = 0; s < streams; s++) {
-        launcher[s] = (struct launcher){ .index = s, .readback = malloc(region_words * 4) };
+        launcher[s] = (struct launcher){ .index = s, .readback = malloc(SLICE_WORDS * 4) };
         if (!launcher[s].readback)
             return 3;
         CHECK(cuStreamCreate(&launcher[s].stream, CU_STREAM_NON_BLOCKING));
@@ -210,6 +260,10 @@ int main(int argc, char **argv)
         if (first + count > chunks)
             count = chunks - first;
         int tier = (int)(next_random(&state) % 3);
+        pthread_mutex_lock(&pace_lock);
+        started++;
+        pthread_cond_broadcast(&pace_moved);
+        pthread_mutex_unlock(&pace_lock);
         CUresult r = migrate(data + first * CHUNK, count * CHUNK, tiers[tier]);
         if (r != CUDA_SUCCESS) {
             /* the tier is full or absent, or (under fault injection) the driver failed */
@@ -228,23 +282,26 @@ int main(int argc, char **argv)
             where[c] = (char)tier;
         }
     }
-    __atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
+    pthread_mutex_lock(&pace_lock);
+    stop = true;
+    pthread_cond_broadcast(&pace_moved);
+    pthread_mutex_unlock(&pace_lock);
     pthread_join(reader, NULL);
     pthread_join(setter, NULL);
     uint64_t launches = 0;
     for (int s = 0; s < streams; s++) {
         pthread_join(launcher[s].thread, NULL);
-        launches += launcher[s].version;
+        launches += launcher[s].launches;
+        CHECK(cuStreamDestroy(launcher[s].stream));
+        free(launcher[s].readback);
     }
     CHECK(cuCtxSynchronize());
 
     uint64_t corrupted = 0;
     CHECK(cuMemcpyDtoH(&corrupted, bad, sizeof corrupted));
-    for (int s = 0; s < streams; s++) {
-        CHECK(cuMemcpyDtoH(host, data + (uint64_t)s * region_words * 4, region_words * 4));
-        corrupted += wrong_bytes(host, 0, region_words, (uint32_t)s + 1, launcher[s].version);
-        CHECK(cuStreamDestroy(launcher[s].stream));
-        free(launcher[s].readback);
+    for (uint64_t slice = 0; slice < all_slices; slice++) {
+        CHECK(cuMemcpyDtoH(host, slice_at(slice), SLICE_WORDS * 4));
+        corrupted += wrong_bytes(host, 0, SLICE_WORDS, slice_seed(slice), version[slice]);
     }
     corrupted += read_corrupted;
     printf("migrations %" PRIu64 " refused %" PRIu64 " failed %" PRIu64 " launches %" PRIu64 " reads %" PRIu64
@@ -253,6 +310,7 @@ int main(int argc, char **argv)
     CHECK(cuMemFree(bad));
     CHECK(cuModuleUnload(module));
     free(host);
+    free(version);
     free(where);
     return corrupted ? 1 : 0;
 }

@@ -10,7 +10,7 @@ source "$(dirname "$0")/../lib/tap.sh"
 source "$(dirname "$0")/preload_lib.sh"
 STRESS=$B/tests/preload/migrate_stress
 SIM=(SIMCUDA_MEM=24M SIMCUDA_NUMA_NODES=0,1 SIMCUDA_ASYNC=1 SIMCUDA_HOST_TIME=0 SIMCUDA_LOG=info TIERMEM_CXL_NODE=1)
-MIGRATIONS=${TM_STRESS_MIGRATIONS:-120}
+MIGRATIONS=${TM_STRESS_MIGRATIONS:-500}
 
 out=$(without_tiermem "${SIM[@]}" -- "$STRESS" 10 2>&1); rc=$?
 check_eq "without the interposer it says tiermem_migrate is missing" \
@@ -26,6 +26,7 @@ check "device-to-host read-backs ran while chunks moved (and found every byte ri
   test "$(sed -E 's/.* reads ([0-9]+) .*/\1/' <<<"$line")" -gt 4
 check "no physical allocation or reservation leaked" \
   grep -q '^simcuda: exit: 0 physical allocations and 0 address reservations live' <<<"$out"
+echo "# $("$TIERMEM_STAT" "$SCRATCH/stress" | grep '^migrations')"
 json=$("$TIERMEM_STAT" --json "$SCRATCH/stress")
 check "the stats count the chunks moved (all but the first move of each of 12 chunks at most)" \
   test "$(json_value "$json" migrations)" -ge $((MIGRATIONS - 12))

@@ -126,7 +126,8 @@ static void copies_outside_allocations(void **state)
 }
 
 /* Mapped but no access set yet ("cuMemMap does not make the address accessible"): a copy
- * into it fails instead of faulting the process, and works once access is set. */
+ * into it fails instead of faulting the process, and works once access is set; the same
+ * when the handle is unmapped and mapped again. */
 int child_copy_without_access(void)
 {
     CUdevice dev = 0;
@@ -161,6 +162,17 @@ int child_copy_without_access(void)
     child_expect_cu(cuMemcpyHtoD(base, &word, 4), CUDA_SUCCESS);
     child_expect_cu(cuMemcpyDtoH(&back, base, 4), CUDA_SUCCESS);
     child_expect(back == word, "read back %#x", back);
+    /* mapped again (simcuda moves the pages it kept aside back in): no access until it is
+     * set again, and the same bytes */
+    child_expect_cu(cuMemUnmap(base, 2 * MIB), CUDA_SUCCESS);
+    child_expect_cu(cuMemMap(base, 2 * MIB, 0, handle, 0), CUDA_SUCCESS);
+    rc = cuMemcpyHtoD(base, &word, 4);
+    child_expect(rc == CUDA_ERROR_INVALID_VALUE || rc == CUDA_ERROR_ILLEGAL_ADDRESS,
+                 "copy into a mapping made again without access returned %s", cu_result_name(rc));
+    child_expect_cu(cuMemSetAccess(base, 2 * MIB, &rw, 1), CUDA_SUCCESS);
+    back = 0;
+    child_expect_cu(cuMemcpyDtoH(&back, base, 4), CUDA_SUCCESS);
+    child_expect(back == word, "read back after mapping again %#x", back);
     return child_failures;
 }
 

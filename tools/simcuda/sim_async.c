@@ -2,8 +2,10 @@
  * has a worker thread that runs it in order (sim_exec_run), so work is pending after
  * the call that submitted it returns, as on a GPU. Kernel arguments are copied at launch
  * from the module's parameter table. The legacy default stream runs its work at
- * submission, after every blocking stream's queue drained; synchronising waits on
- * sim.async_done, which each completed operation broadcasts. A destroyed stream's
+ * submission, after the work queued before it on blocking streams; synchronising waits
+ * on sim.async_done, which each completed operation broadcasts. Every queued operation
+ * is also on one list in submission order (sim.order_head), so a synchronisation waits
+ * for the work queued before it and not for work that keeps coming. A destroyed stream's
  * worker finishes the queue, then frees the stream. Everything here runs with the lock
  * held, except the work itself. */
 #include <stdlib.h>
@@ -23,6 +25,30 @@ void sim_op_free(sim_op *op)
     free(op);
 }
 
+static void order_append(sim_op *op)
+{
+    op->order = ++sim.order_last;
+    op->order_next = NULL;
+    op->order_prev = sim.order_tail;
+    if (sim.order_tail)
+        sim.order_tail->order_next = op;
+    else
+        sim.order_head = op;
+    sim.order_tail = op;
+}
+
+static void order_unlink(sim_op *op)
+{
+    if (op->order_prev)
+        op->order_prev->order_next = op->order_next;
+    else
+        sim.order_head = op->order_next;
+    if (op->order_next)
+        op->order_next->order_prev = op->order_prev;
+    else
+        sim.order_tail = op->order_prev;
+}
+
 static void *worker_main(void *arg)
 {
     sim_stream *stream = arg;
@@ -36,6 +62,7 @@ static void *worker_main(void *arg)
         sim_unlock();
         sim_exec_run(stream, op);
         sim_lock();
+        order_unlink(op);
         stream->head = op->next;
         if (!stream->head)
             stream->tail = NULL;
@@ -110,6 +137,8 @@ CUresult sim_async_enqueue(sim_stream *stream, const sim_op *op)
     else
         stream->head = copy;
     stream->tail = copy;
+    copy->blocking = blocking(stream);
+    order_append(copy);
     stream->pending++;
     sim.async_pending++;
     if (blocking(stream))
@@ -123,15 +152,29 @@ bool sim_async_busy(const sim_stream *stream)
     return stream ? stream->pending > 0 : sim.async_blocking_pending > 0;
 }
 
+/* Whether work queued on the stream (NULL: on a blocking stream) up to `last` is pending.
+ * A stream runs its queue in order, so its head is its oldest. */
+static bool pending_until(const sim_stream *stream, uint64_t last)
+{
+    if (stream)
+        return stream->head && stream->head->order <= last;
+    for (const sim_op *op = sim.order_head; op && op->order <= last; op = op->order_next)
+        if (op->blocking)
+            return true;
+    return false;
+}
+
 void sim_async_wait_stream(const sim_stream *stream)
 {
-    while (sim_async_busy(stream))
+    uint64_t last = sim.order_last;
+    while (pending_until(stream, last))
         pthread_cond_wait(&sim.async_done, &sim.lock);
 }
 
 void sim_async_wait_all(void)
 {
-    while (sim.async_pending > 0)
+    uint64_t last = sim.order_last;
+    while (sim.order_head && sim.order_head->order <= last)
         pthread_cond_wait(&sim.async_done, &sim.lock);
 }
 

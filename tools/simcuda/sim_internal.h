@@ -169,6 +169,8 @@ typedef struct sim_phys {
     int mapping_refs;       /* live cuMemMap mappings */
     bool imported;          /* cuMemImportFromShareableHandle: another process's memory, not
                              * charged against SIMCUDA_MEM here */
+    uintptr_t park;         /* where its page tables wait between mappings (sim_vmm.c), or 0 */
+    bool parked;            /* they are there now */
 } sim_phys;
 
 /* ---------------------------------------------------------------- address ranges */
@@ -241,6 +243,8 @@ typedef struct sim_state {
     int async_pending;          /* operations queued or running on worker threads */
     int async_blocking_pending; /* of those, on blocking streams (the legacy stream waits) */
     pthread_cond_t async_done;  /* broadcast whenever a queued operation completes */
+    sim_op *order_head, *order_tail; /* queued operations, oldest first (sim_async.c) */
+    uint64_t order_last;        /* the order of the operation queued last */
     sim_uvm *uvm;               /* managed memory's fault model, made on first use */
 } sim_state;
 
@@ -300,6 +304,9 @@ typedef enum sim_op_kind {
 
 struct sim_op {
     sim_op *next;
+    sim_op *order_prev, *order_next; /* queued: every stream's pending work, in submission order */
+    uint64_t order;             /* queued: its place in that order (sim_async.c) */
+    bool blocking;              /* queued on a blocking stream (the legacy stream waits for it) */
     sim_op_kind kind;
     double submitted_ns;        /* host clock at submission: nothing starts before it */
     uint64_t seq;               /* launch sequence number (the touch probe's 4th argument) */
@@ -344,8 +351,10 @@ double sim_exec_run(sim_stream *stream, sim_op *op);
 /* Lock held: queues a copy of *op (and of the launch's parameters) for the stream's
  * worker. CUDA_ERROR_OUT_OF_MEMORY when it cannot. */
 CUresult sim_async_enqueue(sim_stream *stream, const sim_op *op);
-/* Lock held: wait until the stream's queue is empty (NULL: every blocking stream's, as
- * the legacy default stream does), or every stream's. */
+/* Lock held: wait until the work queued on the stream before the call is done (NULL:
+ * on every blocking stream, as the legacy default stream does), or on every stream.
+ * Work queued meanwhile is not waited for, so streams that keep submitting cannot
+ * starve a synchronisation. */
 void sim_async_wait_stream(const sim_stream *stream);
 void sim_async_wait_all(void);
 /* Lock held: whether the stream (NULL: the legacy stream) still has work. */

@@ -6,7 +6,14 @@
  * memory on a real host node gets that node as its shared memory policy). cuMemMap is
  * mmap(MAP_FIXED | MAP_SHARED) of the memfd over part of a reservation, still PROT_NONE:
  * cuMemSetAccess makes it readable and writable. cuMemUnmap puts the reservation's
- * PROT_NONE mapping back. Two mappings of one handle share their bytes, as on a GPU. */
+ * PROT_NONE mapping back. Two mappings of one handle share their bytes, as on a GPU.
+ *
+ * Mapping a memfd afresh costs a page fault per 4 KiB page on first touch (milliseconds
+ * per 2 MiB chunk, where a driver takes microseconds), and pooled chunks are mapped and
+ * unmapped over and over. So cuMemUnmap of a whole allocation that lives on moves its
+ * page tables aside (mremap with MREMAP_DONTUNMAP, which leaves no hole another mmap
+ * could take), and its next whole mapping moves them in. Where the kernel refuses, both
+ * map plainly. */
 #include <numa.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,6 +66,24 @@ static CUresult prop_check(const CUmemAllocationProp *prop)
 
 /* ---------------------------------------------------------------- reservations */
 
+/* An inaccessible range of `size` bytes at a multiple of `alignment` (a power of two),
+ * or MAP_FAILED. */
+static void *reserve_aligned(size_t size, size_t alignment)
+{
+    const int map_flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
+    /* Over-reserve, then trim to the alignment. */
+    char *raw = mmap(NULL, size + alignment, PROT_NONE, map_flags, -1, 0);
+    if (raw == MAP_FAILED)
+        return MAP_FAILED;
+    uintptr_t aligned = ((uintptr_t)raw + alignment - 1) & ~(uintptr_t)(alignment - 1);
+    if (aligned > (uintptr_t)raw)
+        munmap(raw, aligned - (uintptr_t)raw);
+    size_t tail = (uintptr_t)raw + size + alignment - (aligned + size);
+    if (tail)
+        munmap((void *)(aligned + size), tail);
+    return (void *)aligned;
+}
+
 SIM_EXPORT CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr,
                                         unsigned long long flags)
 {
@@ -76,24 +101,15 @@ SIM_EXPORT CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t al
     if (!reservation)
         return CUDA_ERROR_OUT_OF_MEMORY;
 
-    const int map_flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
     void *base = MAP_FAILED;
     if (addr != 0 && addr % alignment == 0) /* the address is a hint */
-        base = mmap((void *)addr, size, PROT_NONE, map_flags | MAP_FIXED_NOREPLACE, -1, 0);
+        base = mmap((void *)addr, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE,
+                    -1, 0);
+    if (base == MAP_FAILED)
+        base = reserve_aligned(size, alignment);
     if (base == MAP_FAILED) {
-        /* Over-reserve, then trim to the alignment. */
-        char *raw = mmap(NULL, size + alignment, PROT_NONE, map_flags, -1, 0);
-        if (raw == MAP_FAILED) {
-            free(reservation);
-            return CUDA_ERROR_OUT_OF_MEMORY;
-        }
-        uintptr_t aligned = ((uintptr_t)raw + alignment - 1) & ~(uintptr_t)(alignment - 1);
-        if (aligned > (uintptr_t)raw)
-            munmap(raw, aligned - (uintptr_t)raw);
-        size_t tail = (uintptr_t)raw + size + alignment - (aligned + size);
-        if (tail)
-            munmap((void *)(aligned + size), tail);
-        base = (void *)aligned;
+        free(reservation);
+        return CUDA_ERROR_OUT_OF_MEMORY;
     }
     reservation->base = (uintptr_t)base;
     reservation->size = reservation->backing_size = size;
@@ -207,6 +223,8 @@ static void phys_maybe_destroy(sim_phys *phys)
     sim_object_remove(&phys->obj);
     if (phys->prop.location.type == CU_MEM_LOCATION_TYPE_DEVICE && !phys->imported)
         sim_device_release(phys->prop.location.id, phys->size);
+    if (phys->park)
+        munmap((void *)phys->park, phys->size);
     close(phys->fd);
     free(phys);
 }
@@ -290,6 +308,42 @@ SIM_EXPORT CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *ha
 
 /* ---------------------------------------------------------------- mappings */
 
+#ifndef MREMAP_DONTUNMAP
+#define MREMAP_DONTUNMAP 4 /* Linux 5.7; shared mappings since 5.13 */
+#endif
+
+/* Lock held: moves the page tables of a whole mapping of `phys` at `at` to its park,
+ * inaccessible there; the memfd stays mapped at `at` without them. */
+static void park(sim_phys *phys, uintptr_t at)
+{
+    if (phys->parked)
+        return;
+    if (!phys->park) {
+        void *p = reserve_aligned(phys->size, SIM_GRANULARITY);
+        if (p == MAP_FAILED)
+            return;
+        phys->park = (uintptr_t)p;
+    }
+    if (mremap((void *)at, phys->size, phys->size, MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP,
+               (void *)phys->park) == MAP_FAILED)
+        return;
+    mprotect((void *)phys->park, phys->size, PROT_NONE);
+    phys->parked = true;
+}
+
+/* Lock held: maps the whole of `phys` at `ptr`, inaccessible, with its parked page tables
+ * when it has them. False when mmap fails. */
+static bool map_at(sim_phys *phys, uintptr_t ptr, size_t size)
+{
+    if (phys->parked && size == phys->size) {
+        phys->parked = false;
+        if (mremap((void *)phys->park, size, size, MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP,
+                   (void *)ptr) != MAP_FAILED)
+            return true;
+    }
+    return mmap((void *)ptr, size, PROT_NONE, MAP_SHARED | MAP_FIXED, phys->fd, 0) != MAP_FAILED;
+}
+
 SIM_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
                              unsigned long long flags)
 {
@@ -312,7 +366,7 @@ SIM_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemG
         result = CUDA_ERROR_INVALID_VALUE; /* outside any reservation */
     } else if (sim_region_overlap(TREE_REGIONS, (uintptr_t)ptr, size)) {
         result = CUDA_ERROR_INVALID_VALUE; /* part of the range is already mapped */
-    } else if (mmap((void *)ptr, size, PROT_NONE, MAP_SHARED | MAP_FIXED, phys->fd, (off_t)offset) == MAP_FAILED) {
+    } else if (!map_at(phys, (uintptr_t)ptr, size)) {
         result = CUDA_ERROR_OUT_OF_MEMORY;
     } else {
         mapping->base = (uintptr_t)ptr;
@@ -368,6 +422,9 @@ SIM_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
         sim_region *mapping = sim_region_find(TREE_REGIONS, at);
         sim_region *reservation = sim_region_find(TREE_RESERVATIONS, at);
         at = mapping->base + mapping->size;
+        sim_phys *phys = mapping->phys;
+        if (mapping->size == phys->size && (phys->handle_refs > 0 || phys->mapping_refs > 1))
+            park(phys, mapping->base); /* it lives on: its next mapping finds its pages mapped */
         /* Put the reservation's inaccessible placeholder back over the range. */
         mmap((void *)mapping->base, mapping->size, PROT_NONE,
              MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
