@@ -171,6 +171,19 @@ static bool parse_heat_halflife(const char *value, tm_config *config)
     return tm_parse_duration(value, &config->heat_halflife_ns);
 }
 
+static bool parse_heat_sample(const char *value, tm_config *config)
+{
+    uint64_t n;
+    if (strcmp(value, "auto") == 0) {
+        config->heat_sample = 0;
+        return true;
+    }
+    if (!tm_parse_uint(value, TM_HEAT_SAMPLE_MAX, &n) || n == 0)
+        return false;
+    config->heat_sample = (uint32_t)n;
+    return true;
+}
+
 static const char *const stream_mode_names[] = { "auto", "on", "off" };
 
 static bool parse_stream(const char *value, tm_config *config)
@@ -276,6 +289,8 @@ static const variable variables[] = {
     { "TIERMEM_HEAT", parse_heat, "launch, ebpf or off" },
     { "TIERMEM_HEAT_HALFLIFE", parse_heat_halflife,
       "a duration above 0: digits then ms, s or m, seconds when bare (e.g. 10s)" },
+    { "TIERMEM_HEAT_SAMPLE", parse_heat_sample,
+      "auto or a count of launches from 1 to 65536 (1 in N sampled; 1: every launch)" },
     { "TIERMEM_FILE_TIER", parse_file_tier, "0 or 1" },
     { "TIERMEM_STREAM", parse_stream, "auto, on or off" },
 };

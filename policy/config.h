@@ -26,6 +26,7 @@ typedef enum tm_log_level {
 #define TM_DEFAULT_MIGRATE_RATE (4 * TM_GIB)
 #define TM_DEFAULT_DRIVER "libcuda.so.1"
 #define TM_CONFIG_PATH_MAX 1024
+#define TM_HEAT_SAMPLE_MAX 65536      /* TIERMEM_HEAT_SAMPLE, and the most auto sampling skips */
 #define TM_CONFIG_GROUP_MAX 33 /* a group name of up to 32 characters */
 #define TM_CONFIG_DEVICES 64     /* device ordinals TIERMEM_HBM_LIMIT may name */
 
@@ -86,6 +87,9 @@ typedef struct tm_config {
     char ledger_path[TM_CONFIG_PATH_MAX];/* TIERMEM_LEDGER=path; empty: /dev/shm/tiermem-ledger.u<uid> or .g<gid> */
     tm_heat_source heat;         /* TIERMEM_HEAT */
     uint64_t heat_halflife_ns;   /* TIERMEM_HEAT_HALFLIFE */
+    uint32_t heat_sample;        /* TIERMEM_HEAT_SAMPLE: 1 launch in N sampled, always (a run
+                                  * samples the same launches every time); 0 (auto): N adapts to
+                                  * what a sample costs */
     bool file_tier;              /* TIERMEM_FILE_TIER=1: chunks holding model-file bytes may drop */
     tm_ipc_mode ipc;             /* TIERMEM_IPC */
     tm_stream_mode stream;       /* TIERMEM_STREAM */

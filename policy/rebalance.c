@@ -227,6 +227,13 @@ uint64_t tm_rebalance_budget(uint64_t rate, uint64_t interval_ns, uint64_t chunk
     return chunks ? chunks : 1;
 }
 
+uint64_t tm_rebalance_elapsed(uint64_t last_ns, uint64_t now_ns, bool before_first_launch)
+{
+    if (before_first_launch)
+        return TM_REBALANCE_MAX_SAVED_NS;
+    return now_ns > last_ns ? now_ns - last_ns : 0;
+}
+
 uint64_t tm_rebalance_earned(uint64_t rate, uint64_t elapsed_ns, uint64_t chunk_size)
 {
     if (rate == 0 || chunk_size == 0)

@@ -80,4 +80,10 @@ uint64_t tm_rebalance_budget(uint64_t rate, uint64_t interval_ns, uint64_t chunk
 #define TM_REBALANCE_MAX_SAVED_NS 1000000000ull
 uint64_t tm_rebalance_earned(uint64_t rate, uint64_t elapsed_ns, uint64_t chunk_size);
 
+/* The time a pass earns moves for (tm_rebalance_earned), from the clock at the last pass
+ * and now: the time between them (0 if the clock went back), or, for the pass that applies
+ * a warm-start profile before the first launch, TM_REBALANCE_MAX_SAVED_NS: no kernel has
+ * shared the link yet, and a simulated clock does not count the time spent loading. */
+uint64_t tm_rebalance_elapsed(uint64_t last_ns, uint64_t now_ns, bool before_first_launch);
+
 #endif /* TM_POLICY_REBALANCE_H */

@@ -10,6 +10,8 @@
 
 /* simcuda_storage_read (tools/simcuda/sim_time.c): the host read `bytes` from storage. */
 typedef void (*PFN_simcuda_storage_read)(uint64_t bytes);
+/* simcuda_now_ns (tools/simcuda/sim_time.c): simulated time now. */
+typedef uint64_t (*PFN_simcuda_now_ns)(void);
 
 typedef struct tm_driver_table {
 #define HOOK(symbol, pfn, base, version, variant) pfn symbol;

@@ -36,7 +36,7 @@ void tm_heat_start(const tm_config *config)
         break;
     }
     active = TM_HEAT_SOURCE_LAUNCH;
-    tm_heat_launch_enable();
+    tm_heat_launch_enable(config->heat_sample);
 }
 
 tm_heat_source tm_heat_source_active(void)

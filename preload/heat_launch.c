@@ -26,15 +26,23 @@ __thread uint32_t tm_heat_countdown;
 #define SCAN_BUFFER 4096       /* bytes of a CU_LAUNCH_PARAM_BUFFER scanned */
 
 static uint32_t sample_every = 1;
-static __thread uint32_t jitter_state; /* xorshift: samples must not lock onto a period of launches */
+static bool sample_fixed;              /* TIERMEM_HEAT_SAMPLE: sample_every and burst_len stay */
+/* xorshift, from the same seed in every thread and run: samples must not lock onto a
+ * period of launches, and need not differ from one run to the next */
+#define JITTER_SEED 0x9E3779B9u
+static __thread uint32_t jitter_state;
 static uint64_t sample_ns = 500; /* running average cost of one sample, from a modest guess */
 static uint32_t burst_len = TM_HEAT_BURST_MIN;
 static __thread uint32_t burst_left;     /* samples left in this thread's burst */
 static __thread uint64_t burst_start_ns; /* when its last burst began */
 static __thread uint64_t burst_launches; /* launches since then */
 
-void tm_heat_launch_enable(void)
+void tm_heat_launch_enable(uint32_t fixed_every)
 {
+    if (fixed_every) {
+        sample_every = fixed_every;
+        sample_fixed = true;
+    }
     __atomic_store_n(&tm_heat_launch_on, true, __ATOMIC_RELEASE);
 }
 
@@ -280,7 +288,7 @@ size_t tm_launch_pointers(CUfunction f, void **params, void **extra, uint64_t *v
 static void begin_burst(uint64_t now, uint32_t every)
 {
     uint32_t len = __atomic_load_n(&burst_len, __ATOMIC_RELAXED);
-    if (burst_start_ns && now > burst_start_ns && burst_launches) {
+    if (!sample_fixed && burst_start_ns && now > burst_start_ns && burst_launches) {
         double per_tick = (double)burst_launches / (double)(now - burst_start_ns) * (double)tm_heat_tick_ns();
         double want = per_tick / ((double)TM_HEAT_BURSTS_PER_TICK * every);
         len = want < TM_HEAT_BURST_MIN ? TM_HEAT_BURST_MIN : want > TM_HEAT_BURST_MAX ? TM_HEAT_BURST_MAX : (uint32_t)want;
@@ -293,13 +301,13 @@ static void begin_burst(uint64_t now, uint32_t every)
 
 /* Launches until the next sample: the next one within a burst, else a jittered gap that
  * keeps 1 launch in `every` sampled on average. */
-static uint32_t next_countdown(uint32_t every, uint32_t seed)
+static uint32_t next_countdown(uint32_t every)
 {
     burst_launches++;
     if (burst_left && --burst_left)
         return 1;
     uint64_t gap = (uint64_t)(every - 1) * __atomic_load_n(&burst_len, __ATOMIC_RELAXED);
-    uint32_t x = jitter_state ? jitter_state : seed | 1;
+    uint32_t x = jitter_state ? jitter_state : JITTER_SEED;
     x ^= x << 13;
     x ^= x >> 17;
     x ^= x << 5;
@@ -368,8 +376,10 @@ void tm_heat_sample_launch(CUfunction f, uint64_t threads, void **params, void *
     if (next > 2 * (uint64_t)every)
         next = 2 * (uint64_t)every;
     next = next < 1 ? 1 : next > TM_HEAT_SAMPLE_EVERY_MAX ? TM_HEAT_SAMPLE_EVERY_MAX : next;
+    if (sample_fixed)
+        next = every;
     __atomic_store_n(&sample_every, (uint32_t)next, __ATOMIC_RELAXED);
-    tm_heat_countdown = next_countdown((uint32_t)next, (uint32_t)start);
+    tm_heat_countdown = next_countdown((uint32_t)next);
     tm_stat_add(heat_samples, 1);
     tm_stat_add(heat_launches, every);
     __atomic_store_n(&tm_stats->heat_sample_every, next, __ATOMIC_RELAXED);

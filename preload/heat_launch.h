@@ -11,7 +11,10 @@
  * buffer one step of a program hands its kernels, so memory used every step is credited in
  * the same intervals and ranks level, where lone samples would miss some of it in some
  * intervals and rank it colder at random. At low launch rates a burst may come less often
- * than once an interval: then everything it would have seen cools alike. */
+ * than once an interval: then everything it would have seen cools alike.
+ * TIERMEM_HEAT_SAMPLE=N fixes N and the burst length (TM_HEAT_BURST_MIN): the launches
+ * sampled are then the same every run of a program, whatever the host's load, at whatever
+ * a sample costs. */
 #ifndef TM_PRELOAD_HEAT_LAUNCH_H
 #define TM_PRELOAD_HEAT_LAUNCH_H
 
@@ -19,10 +22,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "policy/config.h"
 #include "preload/cuda_api.h"
 
 #define TM_HEAT_LAUNCH_BUDGET_NS 40   /* average added cost per launch aimed at (goal: under 50) */
-#define TM_HEAT_SAMPLE_EVERY_MAX 65536
+#define TM_HEAT_SAMPLE_EVERY_MAX TM_HEAT_SAMPLE_MAX
 #define TM_HEAT_BURST_MIN 64          /* launches sampled in a row: a step of a small model or more */
 #define TM_HEAT_BURST_MAX 1024
 #define TM_HEAT_BURSTS_PER_TICK 4      /* bursts aimed at per heat interval */
@@ -30,8 +34,8 @@
 extern bool tm_heat_launch_on;
 extern __thread uint32_t tm_heat_countdown;
 
-/* Turns the source on (tm_heat_start). */
-void tm_heat_launch_enable(void);
+/* Turns the source on (tm_heat_start): `fixed_every` 1 launch in N sampled, or 0: N adapts. */
+void tm_heat_launch_enable(uint32_t fixed_every);
 
 /* Reads the parameters of one launch of `threads` threads in all and credits heat. */
 void tm_heat_sample_launch(CUfunction f, uint64_t threads, void **params, void **extra);

@@ -8,6 +8,7 @@
 
 #include "policy/rebalance.h"
 #include "preload/alloc.h"
+#include "preload/clock.h"
 #include "preload/heat.h"
 #include "preload/log.h"
 #include "preload/migrate.h"
@@ -17,13 +18,14 @@
 
 static pthread_t thread;
 static bool running;
+static bool timer;              /* the thread runs (wall-clock budget only) */
 static pthread_mutex_t stop_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t stop_cond = PTHREAD_COND_INITIALIZER;
 static bool stopping;
 static tm_device *rebalanced;
 static uint64_t migrate_rate;   /* bytes/s */
 static pthread_mutex_t pass_lock = PTHREAD_MUTEX_INITIALIZER; /* one pass at a time */
-static uint64_t last_pass_ns;   /* CLOCK_MONOTONIC of the last pass (or of the start) */
+static uint64_t last_pass_ns;   /* budget clock (clock.h) of the last pass (or of the start) */
 bool tm_rebalance_on_launches;
 bool tm_rebalance_soon;
 __thread uint32_t tm_rebalance_countdown = TM_REBALANCE_LAUNCHES;
@@ -210,8 +212,9 @@ static bool all_in_hbm(void)
 }
 
 /* A pass with the moves earned since the last one, unless another pass runs or none is
- * earned yet (the time keeps counting then). `wait`: the timer waits its turn. */
-static void pass_if_earned(bool wait)
+ * earned yet (the time keeps counting then). `wait`: the timer, or the pass a warm-start
+ * profile waits for (`profile`), waits its turn. */
+static void pass_if_earned(bool wait, bool profile)
 {
     if (wait)
         pthread_mutex_lock(&pass_lock);
@@ -221,8 +224,9 @@ static void pass_if_earned(bool wait)
         pthread_mutex_unlock(&pass_lock);
         return;
     }
-    uint64_t now = now_ns();
-    uint64_t budget = tm_rebalance_earned(migrate_rate, now - last_pass_ns, rebalanced->policy.chunk_size);
+    uint64_t now = tm_clock_ns();
+    uint64_t budget = tm_rebalance_earned(migrate_rate, tm_rebalance_elapsed(last_pass_ns, now, profile),
+                                          rebalanced->policy.chunk_size);
     if (budget && !all_in_hbm()) {
         rebalance_once(rebalanced, budget);
         last_pass_ns = now;
@@ -240,7 +244,7 @@ void tm_rebalancer_launches_done(CUstream stream, bool ptsz)
         return;
     /* the pass a profile waits for runs before the first launch goes, whoever runs it */
     bool soon = __atomic_exchange_n(&tm_rebalance_soon, false, __ATOMIC_RELAXED);
-    pass_if_earned(soon);
+    pass_if_earned(soon, soon);
 }
 
 static void *rebalance_loop(void *arg)
@@ -259,7 +263,7 @@ static void *rebalance_loop(void *arg)
         if (stopping)
             break;
         pthread_mutex_unlock(&stop_lock);
-        pass_if_earned(true);
+        pass_if_earned(true, false);
         pthread_mutex_lock(&stop_lock);
     }
     pthread_mutex_unlock(&stop_lock);
@@ -280,10 +284,13 @@ void tm_rebalancer_start(tm_device *device, uint64_t rate)
         return;
     }
     migrate_rate = rate;
-    last_pass_ns = now_ns();
+    last_pass_ns = tm_clock_ns();
     rebalanced = device;
     stopping = false;
-    if (pthread_create(&thread, NULL, rebalance_loop, NULL) != 0) {
+    /* simulated time moves with the program's work, not with the timer: launches alone
+     * bring passes, at the same points of the launch stream every run */
+    timer = !tm_clock_simulated();
+    if (timer && pthread_create(&thread, NULL, rebalance_loop, NULL) != 0) {
         tm_log_once(TM_LOG_WARN, "cannot start the rebalancer thread; chunks stay where they were placed");
         return;
     }
@@ -307,11 +314,13 @@ void tm_rebalancer_stop(void)
     if (!running)
         return;
     __atomic_store_n(&tm_rebalance_on_launches, false, __ATOMIC_RELAXED);
-    pthread_mutex_lock(&stop_lock);
-    stopping = true;
-    pthread_cond_signal(&stop_cond);
-    pthread_mutex_unlock(&stop_lock);
-    pthread_join(thread, NULL);
+    if (timer) {
+        pthread_mutex_lock(&stop_lock);
+        stopping = true;
+        pthread_cond_signal(&stop_cond);
+        pthread_mutex_unlock(&stop_lock);
+        pthread_join(thread, NULL);
+    }
     pthread_mutex_lock(&pass_lock); /* a launch's pass ends before memory is released */
     running = false;
     pthread_mutex_unlock(&pass_lock);

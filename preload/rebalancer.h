@@ -7,7 +7,9 @@
  * in that thread before its launch is submitted (a short run, or a real GPU, gets passes
  * at the same points of its launch stream every time), and a thread every
  * TM_REBALANCE_INTERVAL_MS for a program that launches little. The budget is the rate times
- * the time since the last pass, whichever trigger ran it, so the rate holds either way. */
+ * the time since the last pass, whichever trigger ran it, so the rate holds either way.
+ * On simcuda that time is simulated (clock.h) and there is no thread: the same launch
+ * stream gets the same passes with the same budgets, however loaded the host is. */
 #ifndef TM_PRELOAD_REBALANCER_H
 #define TM_PRELOAD_REBALANCER_H
 

@@ -154,6 +154,7 @@ static void test_defaults(void **state)
     assert_string_equal(c.driver, "libcuda.so.1");
     assert_int_equal(c.heat, TM_HEAT_SOURCE_AUTO);
     assert_true(c.heat_halflife_ns == 10000000000ull);
+    assert_int_equal(c.heat_sample, 0); /* auto */
     free(errors);
 }
 
@@ -180,6 +181,7 @@ static void test_good_values(void **state)
     setenv("TIERMEM_DISABLE", "0", 1);
     setenv("TIERMEM_HEAT", "launch", 1);
     setenv("TIERMEM_HEAT_HALFLIFE", "250ms", 1);
+    setenv("TIERMEM_HEAT_SAMPLE", "32", 1);
     setenv("TIERMEM_FILE_TIER", "1", 1);
     setenv("TIERMEM_STREAM", "off", 1);
     tm_config c;
@@ -213,6 +215,7 @@ static void test_good_values(void **state)
     assert_string_equal(c.driver, "/opt/libcuda.so.1");
     assert_int_equal(c.heat, TM_HEAT_SOURCE_LAUNCH);
     assert_true(c.heat_halflife_ns == 250000000ull);
+    assert_int_equal(c.heat_sample, 32);
     free(errors);
 }
 
@@ -256,6 +259,24 @@ static void test_disable_and_stats_off(void **state)
     assert_true(c.stats_off);
     assert_false(c.hbm_limit.set);
     free(errors);
+}
+
+/* TIERMEM_HEAT_SAMPLE: auto (0) and both ends of the range. */
+static void test_heat_sample(void **state)
+{
+    (void)state;
+    const char *values[] = { "auto", "1", "65536" };
+    const uint32_t want[] = { 0, 1, 65536 };
+    for (size_t i = 0; i < 3; i++) {
+        setenv("TIERMEM_HEAT_SAMPLE", values[i], 1);
+        tm_config c;
+        int invalid;
+        char *errors = load(&c, &invalid);
+        assert_int_equal(invalid, 0);
+        assert_string_equal(errors, "");
+        assert_int_equal(c.heat_sample, want[i]);
+        free(errors);
+    }
 }
 
 static void test_group_and_ledger(void **state)
@@ -321,6 +342,10 @@ static const bad_case bad_cases[] = {
     { "TIERMEM_HEAT_HALFLIFE", "10h", "a duration above 0" },
     { "TIERMEM_HEAT_HALFLIFE", "-5s", "a duration above 0" },
     { "TIERMEM_HEAT_HALFLIFE", "99999999999999m", "a duration above 0" },
+    { "TIERMEM_HEAT_SAMPLE", "0", "auto or a count of launches from 1 to 65536" },
+    { "TIERMEM_HEAT_SAMPLE", "65537", "auto or a count of launches from 1 to 65536" },
+    { "TIERMEM_HEAT_SAMPLE", "-4", "auto or a count of launches from 1 to 65536" },
+    { "TIERMEM_HEAT_SAMPLE", "often", "auto or a count of launches from 1 to 65536" },
     { "TIERMEM_FILE_TIER", "yes", "0 or 1" },
     { "TIERMEM_GROUP", "-staff", "a Unix group name or id" },
     { "TIERMEM_GROUP", "a group", "a Unix group name or id" },
@@ -429,6 +454,7 @@ int main(void)
         cmocka_unit_test(test_name_rules),
         cmocka_unit_test_setup(test_disable_and_stats_off, setup),
         cmocka_unit_test_setup(test_group_and_ledger, setup),
+        cmocka_unit_test_setup(test_heat_sample, setup),
         cmocka_unit_test_setup(test_each_bad_value, setup),
         cmocka_unit_test_setup(test_long_paths_rejected, setup),
         cmocka_unit_test_setup(test_control_characters_stay_on_one_line, setup),

@@ -359,6 +359,17 @@ static void test_budget_from_rate(void **state)
     assert_true(tm_rebalance_budget(UINT64_MAX, UINT64_MAX, chunk) > 0);   /* no overflow to 0 */
 }
 
+/* The time a pass earns for: since the last pass, never negative; before the first
+ * launch (a warm-start profile), the most a pass may save, whatever the clocks say. */
+static void test_elapsed(void **state)
+{
+    (void)state;
+    assert_true(tm_rebalance_elapsed(1000, 251000, false) == 250000);
+    assert_true(tm_rebalance_elapsed(5000, 4000, false) == 0);
+    assert_true(tm_rebalance_elapsed(1000, 1000, true) == TM_REBALANCE_MAX_SAVED_NS);
+    assert_true(tm_rebalance_elapsed(5000, 4000, true) == TM_REBALANCE_MAX_SAVED_NS);
+}
+
 /* Moves earned by the time since the last pass: whole chunks only, saved up to a cap. */
 static void test_budget_earned_over_time(void **state)
 {
@@ -395,6 +406,7 @@ int main(void)
         cmocka_unit_test(test_rule_chunks_go_home_within_room),
         cmocka_unit_test(test_demotion_follows_the_order),
         cmocka_unit_test(test_budget_from_rate),
+        cmocka_unit_test(test_elapsed),
         cmocka_unit_test(test_budget_earned_over_time),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

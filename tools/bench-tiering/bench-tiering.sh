@@ -29,7 +29,9 @@
 #   BENCH_TIERING_DEVICE_MIB (12), BENCH_TIERING_RATIOS ("1.0 1.25 1.5 1.75 2 2.5 3"),
 #   BENCH_TIERING_PROFILES ("h200-pcie5 gh200-c2c"), BENCH_TIERING_DECODE (2 steps timed),
 #   BENCH_TIERING_WARMUP (8 decode steps before them), BENCH_TIERING_KV_WARMUP (40: the same
-#   for the KV pool, whose heat needs more passes to show), BENCH_TIERING_ONLY (the sections
+#   for the KV pool, whose heat needs more passes to show), BENCH_TIERING_HEAT_SAMPLE (4: the
+#   TIERMEM_HEAT_SAMPLE of every run, about what auto sampling settles at on an idle
+#   host), BENCH_TIERING_ONLY (the sections
 #   to run, of "sweep vocab kv goals file stream occupancy plots"; goals, occupancy and plots
 #   read what sweep and vocab measured: BENCH_TIERING_ONLY=kv runs the KV pool alone)
 set -uo pipefail
@@ -49,6 +51,7 @@ PROFILES=${BENCH_TIERING_PROFILES:-h200-pcie5 gh200-c2c}
 DECODE=${BENCH_TIERING_DECODE:-2}
 WARMUP=${BENCH_TIERING_WARMUP:-8}
 KV_WARMUP=${BENCH_TIERING_KV_WARMUP:-40}
+HEAT_SAMPLE=${BENCH_TIERING_HEAT_SAMPLE:-4}
 ONLY=${BENCH_TIERING_ONLY:-sweep vocab kv goals file stream occupancy plots}
 for s in $ONLY; do
   case " sweep vocab kv goals file stream occupancy plots " in *" $s "*) ;;
@@ -60,6 +63,11 @@ STEADY=(-n $((WARMUP + DECODE + 1)) --warmup $WARMUP)
 BIG_MIB=$((DEVICE_MIB * 8 + 256))     # "all in HBM": a device large enough for any model here
 KV=(--kv-dtype f16 --kv-blocks 48)    # f16: no fp8 calibration pass; 48 blocks hold either run
 SIM=(SIMCUDA_HOST_TIME=0 SIMCUDA_LAUNCH_US=0 SIMCUDA_COPY_US=0 SIMCUDA_HOST_LATENCY_US=0)
+# Runs that do not depend on the host: no ledger shared with other tiermem processes of
+# this user (their chunks would shrink this run's DDR budget), and heat sampled from the
+# same launches every run (auto sampling follows what a sample costs, which the host's load
+# decides). The rebalancer budgets by simulated time on simcuda by itself.
+SIM+=(TIERMEM_LEDGER=off TIERMEM_HEAT_SAMPLE=$HEAT_SAMPLE)
 SHAPE=(--dim 256 --heads 4 --kv-heads 1 --ffn 768 --type f32)
 # f32 bytes of that shape: per layer (q, o, k, v, three FFN matrices, two norms); per
 # vocabulary token (an embedding row and an output row); the final norm. Whole layers come
@@ -256,7 +264,7 @@ for i in $(seq 1 $KV_SEQS); do for j in $(seq 1 30); do printf 'once upon a time
 
 # run_kv VIEW POLICY [ENV...] -> the run's stderr in $T/kv.err, the last stats sample in $T/kv.json
 run_kv() {
-  local env=("${SIM[@]}" SIMCUDA_PROFILE="$first" TIERMEM_LEDGER=off) pid
+  local env=("${SIM[@]}" SIMCUDA_PROFILE="$first") pid
   if [ "$2" = hbm ]; then env+=(SIMCUDA_MEM=${BIG_MIB}M); else
     env+=(SIMCUDA_MEM=${KV_MIB}M LD_PRELOAD="$LIB" TIERMEM_MEMINFO=$1 TIERMEM_POLICY=$2 TIERMEM_DDR_LIMIT=192M); fi
   shift 2

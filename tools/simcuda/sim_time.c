@@ -338,6 +338,21 @@ void sim_time_summary(void)
         sim_info("exit: read %llu bytes from storage at %g GB/s", (unsigned long long)tm.storage_bytes, p->nvme_gbps);
 }
 
+/* ---------------------------------------------------------------- the clock, exported */
+
+/* simcuda_now_ns(): simulated nanoseconds now, the later of the host clock and the end of
+ * the work submitted so far. Not a driver function: a tiermem process times what it
+ * budgets by simulated time (migrations at TIERMEM_MIGRATE_RATE), so that a run decides
+ * the same way however busy the machine running it is. */
+SIM_EXPORT uint64_t simcuda_now_ns(void)
+{
+    sim_lock();
+    double now = fmax(sim_time_host_enter(), tm.device_ns);
+    sim_time_host_leave();
+    sim_unlock();
+    return now > 0 ? (uint64_t)now : 0;
+}
+
 /* ---------------------------------------------------------------- storage */
 
 /* simcuda_storage_read(bytes): the caller has just read `bytes` from a model file on the
