@@ -18,6 +18,7 @@
 #include "preload/spill_note.h"
 #include "preload/managed.h"
 #include "preload/migrate.h"
+#include "preload/model_files.h"
 #include "preload/stats.h"
 #include "preload/stream_ring.h"
 #include "preload/warm_start.h"
@@ -26,6 +27,16 @@
 static uint64_t next_buffer_id = (uint64_t)1 << 62;
 
 /* ---------------------------------------------------------------- routing */
+
+/* Under `heat`, a small allocation made while a model file's tensors are being uploaded
+ * is taken for a weight: it leaves HBM's reserve alone, as chunked ones do. Weights that
+ * spill are streamed, while the buffers the program allocates after them (activations,
+ * KV cache), which it writes and which cannot be streamed, find the reserve still free. */
+static bool weights_loading(const tm_device *device, const tm_alloc_desc *desc)
+{
+    return device->policy.kind == TM_POLICY_HEAT && !tm_policy_wants_chunks(&device->policy, desc) &&
+           tm_model_files_loading();
+}
 
 tm_route tm_route_allocation(uint64_t bytes, tm_device **device, CUcontext *ctx)
 {
@@ -36,6 +47,10 @@ tm_route tm_route_allocation(uint64_t bytes, tm_device **device, CUcontext *ctx)
         return TM_ROUTE_SMALL; /* a `plain` rule: shareable with any process (ipc.h) */
     uint64_t hbm_used = __atomic_load_n(&(*device)->hbm_used, __ATOMIC_RELAXED);
     uint64_t hbm_limit = (*device)->tiers.tier[TM_TIER_HBM].limit;
+    if (weights_loading(*device, &desc)) { /* the reserve stays for what the program makes next */
+        uint64_t reserve = (*device)->tiers.hbm_reserve;
+        hbm_limit = hbm_limit > reserve ? hbm_limit - reserve : 0;
+    }
     bool hbm_room = hbm_used + bytes <= hbm_limit;
     if (!hbm_room && (tm_ipc_keeps_plain() || !tm_policy_wants_chunks(&(*device)->policy, &desc)) &&
         hbm_used - tm_chunk_pool_bytes(*device, TM_TIER_HBM) + bytes <= hbm_limit) {
