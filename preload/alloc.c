@@ -28,13 +28,15 @@ static uint64_t next_buffer_id = (uint64_t)1 << 62;
 
 /* ---------------------------------------------------------------- routing */
 
-/* Under `heat`, a small allocation made while a model file's tensors are being uploaded
- * is taken for a weight: it leaves HBM's reserve alone, as chunked ones do. Weights that
- * spill are streamed, while the buffers the program allocates after them (activations,
- * KV cache), which it writes and which cannot be streamed, find the reserve still free. */
+/* While the staging ring streams, a small allocation made while a model file's tensors
+ * are being uploaded is taken for a weight: it leaves HBM's reserve alone, as chunked ones
+ * do. Weights that spill are streamed at the copy engines' rate, while the buffers the
+ * program allocates after them (activations, KV cache), written and never streamed, find
+ * the reserve still free. Without a ring, spilled weights would be read in place too, and
+ * nothing changes. */
 static bool weights_loading(const tm_device *device, const tm_alloc_desc *desc)
 {
-    return device->policy.kind == TM_POLICY_HEAT && !tm_policy_wants_chunks(&device->policy, desc) &&
+    return __atomic_load_n(&tm_stream_ready, __ATOMIC_ACQUIRE) && !tm_policy_wants_chunks(&device->policy, desc) &&
            tm_model_files_loading();
 }
 
