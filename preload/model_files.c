@@ -26,6 +26,7 @@ static pthread_mutex_t files_lock = PTHREAD_MUTEX_INITIALIZER;
 static tm_model_file *files[FILES_MAX];
 static int file_count;
 static int files_loading;           /* files with some tensors uploaded and some not */
+static uint64_t bytes_left;         /* of their tensors not uploaded yet */
 
 void tm_model_files_enable(bool on)
 {
@@ -112,8 +113,10 @@ tm_model_file *tm_model_file_load(int fd, const char *path)
         return NULL;
     }
     f->uploaded = calloc(f->table.count ? (size_t)f->table.count : 1, 1);
-    for (uint64_t i = 0; i < f->table.count; i++)
+    for (uint64_t i = 0; i < f->table.count; i++) {
         f->tensors += f->table.tensor[i].size != 0;
+        f->bytes += f->table.tensor[i].size;
+    }
     pthread_mutex_lock(&files_lock);
     if (file_count < FILES_MAX) {
         files[file_count++] = f;
@@ -142,8 +145,12 @@ void tm_model_file_uploaded(const tm_model_file *file, uint64_t offset, uint64_t
         if (f->table.tensor[i].size == 0 || __atomic_exchange_n(&f->uploaded[i], 1, __ATOMIC_RELAXED))
             continue;
         uint64_t done = __atomic_add_fetch(&f->tensors_uploaded, 1, __ATOMIC_ACQ_REL);
-        if (f->tensors > 1 && done == 1)
+        if (f->tensors > 1 && done == 1) {
+            __atomic_add_fetch(&bytes_left, f->bytes, __ATOMIC_RELEASE);
             __atomic_add_fetch(&files_loading, 1, __ATOMIC_RELEASE);
+        }
+        if (f->tensors > 1)
+            __atomic_sub_fetch(&bytes_left, f->table.tensor[i].size, __ATOMIC_RELEASE);
         if (f->tensors > 1 && done == f->tensors)
             __atomic_sub_fetch(&files_loading, 1, __ATOMIC_RELEASE);
     }
@@ -152,6 +159,11 @@ void tm_model_file_uploaded(const tm_model_file *file, uint64_t offset, uint64_t
 bool tm_model_files_loading(void)
 {
     return __atomic_load_n(&files_loading, __ATOMIC_ACQUIRE) > 0 && !tm_managed_launched();
+}
+
+uint64_t tm_model_files_bytes_left(void)
+{
+    return tm_model_files_loading() ? __atomic_load_n(&bytes_left, __ATOMIC_ACQUIRE) : 0;
 }
 
 void tm_model_files_opened(int fd, const char *path, int flags)

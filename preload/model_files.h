@@ -33,6 +33,7 @@ typedef struct tm_model_file {
                                      * tensor's last byte; NULL when out of memory */
     uint64_t tensors;               /* the non-empty ones, which an upload finishes */
     uint64_t tensors_uploaded;      /* of those */
+    uint64_t bytes;                 /* of all its tensors */
 } tm_model_file;
 
 /* Turns recording on (after the configuration is read; never before). */
@@ -54,6 +55,9 @@ void tm_model_file_uploaded(const tm_model_file *file, uint64_t offset, uint64_t
  * not yet, and no kernel has been launched (a loader that uploads converted copies, or
  * leaves tensors out, ends its window at its first kernel). */
 bool tm_model_files_loading(void);
+
+/* While loading: the bytes of the loading files' tensors not uploaded yet; 0 otherwise. */
+uint64_t tm_model_files_bytes_left(void);
 
 /* `bytes` of the file were read at file offset `offset` into host memory at `host`.
  * Replaces what was recorded for host ranges it overlaps. */
