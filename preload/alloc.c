@@ -46,12 +46,12 @@ static bool weights_loading(const tm_device *device, const tm_alloc_desc *desc)
  * goes to HBM). Programs read their weights in about the order they load them, so streamed
  * and resident weights then alternate through a step, and the copy engine fills the ring
  * while kernels read what stays in HBM, instead of idling through a resident first part. */
-static bool weight_takes_hbm(uint64_t bytes, uint64_t room)
+static bool weight_takes_hbm(uint64_t bytes, uint64_t room, uint64_t chunk)
 {
     static int64_t credit;          /* bytes of HBM share not yet spent */
     uint64_t left = tm_model_files_bytes_left();
-    if (left <= room)
-        return true;                /* the rest fits */
+    if (left <= room || bytes <= chunk / TM_STREAM_MIN_SHARE)
+        return true;                /* the rest fits, or too small to be worth a copy of its own */
     int64_t share = (int64_t)((double)bytes * (double)room / (double)left);
     if (__atomic_add_fetch(&credit, share, __ATOMIC_RELAXED) < (int64_t)bytes)
         return false;
@@ -68,11 +68,11 @@ tm_route tm_route_allocation(uint64_t bytes, tm_device **device, CUcontext *ctx)
         return TM_ROUTE_SMALL; /* a `plain` rule: shareable with any process (ipc.h) */
     uint64_t hbm_used = __atomic_load_n(&(*device)->hbm_used, __ATOMIC_RELAXED);
     uint64_t hbm_limit = (*device)->tiers.tier[TM_TIER_HBM].limit;
-    bool weight = weights_loading(*device, &desc);
-    if (weight) { /* the reserve stays for what the program makes next */
+    if (weights_loading(*device, &desc)) { /* the reserve stays for what the program makes next */
         uint64_t reserve = (*device)->tiers.hbm_reserve;
         hbm_limit = hbm_limit > reserve ? hbm_limit - reserve : 0;
-        if (hbm_used + bytes <= hbm_limit && !weight_takes_hbm(bytes, hbm_limit - hbm_used))
+        if (hbm_used + bytes <= hbm_limit &&
+            !weight_takes_hbm(bytes, hbm_limit - hbm_used, (*device)->policy.chunk_size))
             return TM_ROUTE_LOWER;
     }
     bool hbm_room = hbm_used + bytes <= hbm_limit;
