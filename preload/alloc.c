@@ -18,6 +18,7 @@
 #include "preload/spill_note.h"
 #include "preload/managed.h"
 #include "preload/migrate.h"
+#include "preload/model_files.h"
 #include "preload/stats.h"
 #include "preload/stream_ring.h"
 #include "preload/warm_start.h"
@@ -26,6 +27,37 @@
 static uint64_t next_buffer_id = (uint64_t)1 << 62;
 
 /* ---------------------------------------------------------------- routing */
+
+/* While the staging ring streams, a small allocation made while a model file's tensors
+ * are being uploaded is taken for a weight: it leaves HBM's reserve alone, as chunked ones
+ * do. Weights that spill are streamed at the copy engines' rate, while the buffers the
+ * program allocates after them (activations, KV cache), written and never streamed, find
+ * the reserve still free. Without a ring, spilled weights would be read in place too, and
+ * nothing changes. */
+static bool weights_loading(const tm_device *device, const tm_alloc_desc *desc)
+{
+    return __atomic_load_n(&tm_stream_ready, __ATOMIC_ACQUIRE) && !tm_policy_wants_chunks(&device->policy, desc) &&
+           tm_model_files_loading();
+}
+
+/* Whether a weight of `bytes` takes HBM, `room` being what HBM has left for weights: the
+ * loading files' bytes still to come get HBM in the share `room` is of them, spread evenly
+ * over the load order (each weight adds its share to a credit; a weight the credit covers
+ * goes to HBM). Programs read their weights in about the order they load them, so streamed
+ * and resident weights then alternate through a step, and the copy engine fills the ring
+ * while kernels read what stays in HBM, instead of idling through a resident first part. */
+static bool weight_takes_hbm(uint64_t bytes, uint64_t room, uint64_t chunk)
+{
+    static int64_t credit;          /* bytes of HBM share not yet spent */
+    uint64_t left = tm_model_files_bytes_left();
+    if (left <= room || bytes <= chunk / TM_STREAM_MIN_SHARE)
+        return true;                /* the rest fits, or too small to be worth a copy of its own */
+    int64_t share = (int64_t)((double)bytes * (double)room / (double)left);
+    if (__atomic_add_fetch(&credit, share, __ATOMIC_RELAXED) < (int64_t)bytes)
+        return false;
+    __atomic_sub_fetch(&credit, (int64_t)bytes, __ATOMIC_RELAXED);
+    return true;
+}
 
 tm_route tm_route_allocation(uint64_t bytes, tm_device **device, CUcontext *ctx)
 {
@@ -36,6 +68,13 @@ tm_route tm_route_allocation(uint64_t bytes, tm_device **device, CUcontext *ctx)
         return TM_ROUTE_SMALL; /* a `plain` rule: shareable with any process (ipc.h) */
     uint64_t hbm_used = __atomic_load_n(&(*device)->hbm_used, __ATOMIC_RELAXED);
     uint64_t hbm_limit = (*device)->tiers.tier[TM_TIER_HBM].limit;
+    if (weights_loading(*device, &desc)) { /* the reserve stays for what the program makes next */
+        uint64_t reserve = (*device)->tiers.hbm_reserve;
+        hbm_limit = hbm_limit > reserve ? hbm_limit - reserve : 0;
+        if (hbm_used + bytes <= hbm_limit &&
+            !weight_takes_hbm(bytes, hbm_limit - hbm_used, (*device)->policy.chunk_size))
+            return TM_ROUTE_LOWER;
+    }
     bool hbm_room = hbm_used + bytes <= hbm_limit;
     if (!hbm_room && (tm_ipc_keeps_plain() || !tm_policy_wants_chunks(&(*device)->policy, &desc)) &&
         hbm_used - tm_chunk_pool_bytes(*device, TM_TIER_HBM) + bytes <= hbm_limit) {
@@ -181,13 +220,13 @@ static void give_unused(tm_device *device, tm_backing_reuse *reuse)
     }
 }
 
-bool tm_alloc_chunked(tm_device *device, CUcontext ctx, uint64_t bytes, uint32_t path,
-                      CUdeviceptr *dptr, CUresult *result)
+static bool alloc_chunked(tm_device *device, CUcontext ctx, uint64_t bytes, uint32_t path, bool hbm,
+                          CUdeviceptr *dptr, CUresult *result)
 {
     if (tm_policy_uses_managed(&device->policy))
         return tm_alloc_managed(device, ctx, bytes, path, dptr, result);
     tm_alloc_desc desc = { .size = bytes };
-    bool full[TM_TIER_COUNT] = { false };
+    bool full[TM_TIER_COUNT] = { [TM_TIER_HBM] = !hbm };
     int room_rounds = 0;
     CUmemGenericAllocationHandle pooled[TM_CHUNK_POOL_SLOTS];
     for (int attempt = 0; attempt <= TM_TIER_COUNT; attempt++) {
@@ -212,6 +251,7 @@ bool tm_alloc_chunked(tm_device *device, CUcontext ctx, uint64_t bytes, uint32_t
             uint64_t chunks = (bytes + device->policy.chunk_size - 1) / device->policy.chunk_size;
             if (tm_file_tier_make_room(device, chunks)) {
                 memset(full, 0, sizeof full);
+                full[TM_TIER_HBM] = !hbm;
                 attempt = -1;
                 continue;
             }
@@ -275,6 +315,8 @@ bool tm_alloc_chunked(tm_device *device, CUcontext ctx, uint64_t bytes, uint32_t
             return false;
         }
     }
+    if (!hbm) /* the lower tiers are full: HBM may still have room */
+        return alloc_chunked(device, ctx, bytes, path, true, dptr, result);
     char size[32];
     tm_debug("no tier has room for %s", tm_format_size(bytes, size, sizeof size));
     tm_stat_add(oom_total, 1);
@@ -556,4 +598,16 @@ void tm_grant_peer_access(tm_device *owner, CUdevice accessor)
     tm_migrate_lock(); /* no chunk is being remapped meanwhile */
     tm_registry_each(grant, &g);
     tm_migrate_unlock();
+}
+
+bool tm_alloc_chunked(tm_device *device, CUcontext ctx, uint64_t bytes, uint32_t path,
+                      CUdeviceptr *dptr, CUresult *result)
+{
+    return alloc_chunked(device, ctx, bytes, path, true, dptr, result);
+}
+
+bool tm_alloc_chunked_lower(tm_device *device, CUcontext ctx, uint64_t bytes, uint32_t path,
+                            CUdeviceptr *dptr, CUresult *result)
+{
+    return alloc_chunked(device, ctx, bytes, path, false, dptr, result);
 }

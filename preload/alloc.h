@@ -45,6 +45,7 @@ typedef enum tm_route {
     TM_ROUTE_DRIVER,        /* straight to the driver, not tracked (tiering off, no context) */
     TM_ROUTE_SMALL,         /* to the driver, counted in HBM */
     TM_ROUTE_CHUNKED,       /* chunks placed across the tiers */
+    TM_ROUTE_LOWER,         /* chunks placed in the tiers below HBM (a weight that streams) */
 } tm_route;
 
 tm_route tm_route_allocation(uint64_t bytes, tm_device **device, CUcontext *ctx);
@@ -55,6 +56,9 @@ tm_route tm_route_allocation(uint64_t bytes, tm_device **device, CUcontext *ctx)
  * CUDA_ERROR_OUT_OF_MEMORY when no tier had room. */
 bool tm_alloc_chunked(tm_device *device, CUcontext ctx, uint64_t bytes, uint32_t path,
                       CUdeviceptr *dptr, CUresult *result);
+/* The same in the tiers below HBM, or across all of them when those have no room. */
+bool tm_alloc_chunked_lower(tm_device *device, CUcontext ctx, uint64_t bytes, uint32_t path,
+                            CUdeviceptr *dptr, CUresult *result);
 
 /* Counts memory the driver allocated (small or managed); the record, or NULL when it could
  * not be kept. */

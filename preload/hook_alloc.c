@@ -28,9 +28,11 @@ static CUresult serve(size_t bytes, uint32_t path, CUdeviceptr *dptr, driver_all
     CUresult result;
     if (route == TM_ROUTE_CHUNKED && tm_alloc_chunked(device, ctx, bytes, path, dptr, &result))
         return result;
+    if (route == TM_ROUTE_LOWER && tm_alloc_chunked_lower(device, ctx, bytes, path, dptr, &result))
+        return result;
     result = call(dptr, bytes, args);
     /* HBM itself is full (other users of the device): a lower tier may still hold it */
-    if (route == TM_ROUTE_SMALL && result == CUDA_ERROR_OUT_OF_MEMORY &&
+    if ((route == TM_ROUTE_SMALL || route == TM_ROUTE_LOWER) && result == CUDA_ERROR_OUT_OF_MEMORY &&
         tm_alloc_chunked(device, ctx, bytes, path, dptr, &result))
         return result;
     if (result == CUDA_SUCCESS && route != TM_ROUTE_DRIVER)

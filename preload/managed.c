@@ -64,6 +64,11 @@ void tm_managed_note_fill(CUdeviceptr dst)
              (unsigned long long)base, r == CUDA_SUCCESS ? "" : "; the driver refused the advice");
 }
 
+bool tm_managed_launched(void)
+{
+    return __atomic_load_n(&launched, __ATOMIC_ACQUIRE);
+}
+
 void tm_managed_note_launch(void)
 {
     if (__atomic_load_n(&launched, __ATOMIC_RELAXED))

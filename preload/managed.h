@@ -20,5 +20,7 @@ void tm_managed_note_fill(CUdeviceptr dst);
 
 /* A kernel launch was submitted. */
 void tm_managed_note_launch(void);
+/* True once one has been (the end of loading, for model_files.h too). */
+bool tm_managed_launched(void);
 
 #endif /* TM_PRELOAD_MANAGED_H */

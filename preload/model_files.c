@@ -13,6 +13,7 @@
 
 #include "preload/libc_real.h"
 #include "preload/log.h"
+#include "preload/managed.h"
 
 #define FD_MAX 65536                /* descriptors above this are not followed */
 #define FILES_MAX 1024              /* distinct model files per process */
@@ -24,6 +25,8 @@ static tm_model_file *fd_file[FD_MAX];
 static pthread_mutex_t files_lock = PTHREAD_MUTEX_INITIALIZER;
 static tm_model_file *files[FILES_MAX];
 static int file_count;
+static int files_loading;           /* files with some tensors uploaded and some not */
+static uint64_t bytes_left;         /* of their tensors not uploaded yet */
 
 void tm_model_files_enable(bool on)
 {
@@ -109,11 +112,17 @@ tm_model_file *tm_model_file_load(int fd, const char *path)
         free(f);
         return NULL;
     }
+    f->uploaded = calloc(f->table.count ? (size_t)f->table.count : 1, 1);
+    for (uint64_t i = 0; i < f->table.count; i++) {
+        f->tensors += f->table.tensor[i].size != 0;
+        f->bytes += f->table.tensor[i].size;
+    }
     pthread_mutex_lock(&files_lock);
     if (file_count < FILES_MAX) {
         files[file_count++] = f;
     } else {
         tm_tensor_table_free(&f->table);
+        free(f->uploaded);
         free(f);
         f = NULL;
     }
@@ -122,6 +131,39 @@ tm_model_file *tm_model_file_load(int fd, const char *path)
         tm_info("model file %s: %s, %llu tensors", f->name,
                 f->table.format == TM_FORMAT_GGUF ? "GGUF" : "safetensors", (unsigned long long)f->table.count);
     return f;
+}
+
+/* ---------------------------------------------------------------- uploads */
+
+void tm_model_file_uploaded(const tm_model_file *file, uint64_t offset, uint64_t bytes)
+{
+    tm_model_file *f = (tm_model_file *)file; /* the counters are the record's only mutable part */
+    if (!f->uploaded || bytes == 0)
+        return;
+    uint64_t first, n = tm_tensor_table_ending_in(&f->table, offset, bytes, &first);
+    for (uint64_t i = first; i < first + n; i++) {
+        if (f->table.tensor[i].size == 0 || __atomic_exchange_n(&f->uploaded[i], 1, __ATOMIC_RELAXED))
+            continue;
+        uint64_t done = __atomic_add_fetch(&f->tensors_uploaded, 1, __ATOMIC_ACQ_REL);
+        if (f->tensors > 1 && done == 1) {
+            __atomic_add_fetch(&bytes_left, f->bytes, __ATOMIC_RELEASE);
+            __atomic_add_fetch(&files_loading, 1, __ATOMIC_RELEASE);
+        }
+        if (f->tensors > 1)
+            __atomic_sub_fetch(&bytes_left, f->table.tensor[i].size, __ATOMIC_RELEASE);
+        if (f->tensors > 1 && done == f->tensors)
+            __atomic_sub_fetch(&files_loading, 1, __ATOMIC_RELEASE);
+    }
+}
+
+bool tm_model_files_loading(void)
+{
+    return __atomic_load_n(&files_loading, __ATOMIC_ACQUIRE) > 0 && !tm_managed_launched();
+}
+
+uint64_t tm_model_files_bytes_left(void)
+{
+    return tm_model_files_loading() ? __atomic_load_n(&bytes_left, __ATOMIC_ACQUIRE) : 0;
 }
 
 void tm_model_files_opened(int fd, const char *path, int flags)

@@ -29,6 +29,11 @@ typedef struct tm_model_file {
     char path[TM_MODEL_PATH_MAX];   /* absolute, as the kernel resolved it at the open
                                      * (file_tier.h reads it again); "" when unknown */
     tm_tensor_table table;
+    uint8_t *uploaded;              /* [table.count] 1 once a copy to the device carried the
+                                     * tensor's last byte; NULL when out of memory */
+    uint64_t tensors;               /* the non-empty ones, which an upload finishes */
+    uint64_t tensors_uploaded;      /* of those */
+    uint64_t bytes;                 /* of all its tensors */
 } tm_model_file;
 
 /* Turns recording on (after the configuration is read; never before). */
@@ -41,6 +46,18 @@ void tm_model_files_closed(int fd);
 
 /* The model file behind `fd`, or NULL (a load and a branch when none is open). */
 const tm_model_file *tm_model_file_of_fd(int fd);
+
+/* A copy to the device carried the file's range [offset, offset + bytes): the tensors it
+ * finishes count as uploaded (each once, however the program split it into copies). */
+void tm_model_file_uploaded(const tm_model_file *file, uint64_t offset, uint64_t bytes);
+
+/* True while the program loads weights: a model file has some tensors uploaded and others
+ * not yet, and no kernel has been launched (a loader that uploads converted copies, or
+ * leaves tensors out, ends its window at its first kernel). */
+bool tm_model_files_loading(void);
+
+/* While loading: the bytes of the loading files' tensors not uploaded yet; 0 otherwise. */
+uint64_t tm_model_files_bytes_left(void);
 
 /* `bytes` of the file were read at file offset `offset` into host memory at `host`.
  * Replaces what was recorded for host ranges it overlaps. */

@@ -123,8 +123,9 @@ void tm_provenance_copy_slow(CUdeviceptr dst, const void *src, size_t bytes, boo
     size_t valid;
     if (bytes == 0 || !tm_host_range_find(src, &job.file, &job.offset, &valid))
         return;
+    job.bytes = bytes < valid ? bytes : valid;
+    tm_model_file_uploaded(job.file, job.offset, job.bytes);
     if (!tm_tiering_on() || !(job.device = tm_device_ready()))
         return;
-    job.bytes = bytes < valid ? bytes : valid;
     tm_registry_find(dst, label_allocation, &job);
 }

@@ -38,6 +38,11 @@
  * streaming saves. */
 #define TM_STREAM_AUTO_SHARE 16
 
+/* Weights of at most 1/TM_STREAM_MIN_SHARE of a chunk stay in HBM while they fit: the
+ * fixed costs of streaming one (a copy's start, three remap calls, a ring slot held
+ * through its reader) are about what its bytes take on the link. */
+#define TM_STREAM_MIN_SHARE 8
+
 /* Set while the ring is ready: launches then go through tm_stream_before_launch. */
 extern bool tm_stream_ready;
 

@@ -54,6 +54,24 @@ const tm_tensor *tm_tensor_table_find(const tm_tensor_table *table, uint64_t off
     return offset - t->offset < t->size ? t : NULL;
 }
 
+uint64_t tm_tensor_table_ending_in(const tm_tensor_table *table, uint64_t offset, uint64_t bytes, uint64_t *first)
+{
+    uint64_t lo = 0, hi = table->count;
+    while (lo < hi) {                   /* the first tensor ending after offset (ends only grow) */
+        uint64_t mid = lo + (hi - lo) / 2;
+        const tm_tensor *t = &table->tensor[mid];
+        if (t->offset + t->size <= offset)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    *first = lo;
+    uint64_t n = 0;
+    while (lo + n < table->count && table->tensor[lo + n].offset + table->tensor[lo + n].size - offset <= bytes)
+        n++;
+    return n;
+}
+
 void tm_tensor_table_free(tm_tensor_table *table)
 {
     free(table->tensor);

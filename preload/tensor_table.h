@@ -61,6 +61,12 @@ tm_parse_result tm_tensor_table_finish(tm_tensor_table *table, uint64_t file_siz
 /* The tensor holding file offset `offset`, or NULL. */
 const tm_tensor *tm_tensor_table_find(const tm_tensor_table *table, uint64_t offset);
 
+/* The tensors that end in the file range (offset, offset + bytes]: their last byte lies in
+ * [offset, offset + bytes) (an empty one: its offset lies in the former). *first is the
+ * index of the first; returns how many (consecutive in offset order). A copy of the range
+ * finishes those tensors, however the program split their bytes into copies. */
+uint64_t tm_tensor_table_ending_in(const tm_tensor_table *table, uint64_t offset, uint64_t bytes, uint64_t *first);
+
 void tm_tensor_table_free(tm_tensor_table *table);
 
 #endif /* TM_PRELOAD_TENSOR_TABLE_H */

@@ -102,6 +102,12 @@ $(PRELOAD_TEST_DIR)/test_registry: $(O)/obj/tests/preload/test_registry.o $(O)/o
 	$(CC) $(LDFLAGS) $^ -lcmocka -lpthread -o $@
 
 TEST_PROGS += $(PRELOAD_TEST_DIR)/test_registry
+
+$(PRELOAD_TEST_DIR)/test_tensor_table: $(O)/obj/tests/preload/test_tensor_table.o $(TENSOR_TABLE_OBJS)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) $^ -lcmocka -ljansson -o $@
+
+TEST_PROGS += $(PRELOAD_TEST_DIR)/test_tensor_table
 TEST_SCRIPTS += $(sort $(wildcard tests/preload/test_*.sh))
 
 # The shell tests need these built by `make test`.
