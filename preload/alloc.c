@@ -557,10 +557,11 @@ void tm_forget_all_in_child(void)
     tm_range **taken = tm_registry_take(every, NULL, &count);
     for (size_t i = 0; i < count; i++) {
         tm_alloc *a = (tm_alloc *)taken[i];
-        if (a->backing)
+        if (a->backing) {
             free(a->backing->tier);
-        if (a->backing)
             free(a->backing->moved);
+            free(a->backing->left);
+        }
         free(a->backing);
         free(a->file);
         tm_heat_alloc_detach(a);

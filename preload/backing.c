@@ -197,10 +197,13 @@ bool tm_backing_track_tiers(tm_backing *b)
     if (b->tier)
         return true;
     b->moved = calloc(b->plan.chunks, sizeof *b->moved);
-    b->tier = b->moved ? malloc((size_t)b->plan.chunks) : NULL;
+    b->left = calloc(b->plan.chunks, sizeof *b->left);
+    b->tier = b->moved && b->left ? malloc((size_t)b->plan.chunks) : NULL;
     if (!b->tier) {
         free(b->moved);
+        free(b->left);
         b->moved = NULL;
+        b->left = NULL;
         return false;
     }
     for (uint64_t i = 0; i < b->plan.chunks; i++)
@@ -266,5 +269,6 @@ void tm_backing_destroy_keeping(tm_backing *b, tm_backing_keep keep, void *arg)
     }
     free(b->tier);
     free(b->moved);
+    free(b->left);
     free(b);
 }

@@ -40,6 +40,8 @@ typedef struct tm_backing {
                                 * (plan.per_tier stays true, its runs do not); else NULL */
     uint32_t *moved;           /* [plan.chunks] with `tier`: the rebalance pass that last moved
                                 * each chunk (migrate.h), 0 for never */
+    uint8_t *left;             /* [plan.chunks] with `tier`: the tier each chunk left at that
+                                * move, so a move straight back is told from a move on */
     CUmemGenericAllocationHandle handle[]; /* VMM: [plan.chunks], one per chunk */
 } tm_backing;
 

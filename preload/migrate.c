@@ -127,9 +127,10 @@ static void settle(tm_device *d, tm_alloc *a, uint64_t first, uint64_t count, tm
         tm_tier_id from = (tm_tier_id)b->tier[i];
         tm_chunk_pool_give(d, from, b->handle[i]);
         uint32_t pass = __atomic_load_n(&tm_migrate_pass, __ATOMIC_RELAXED);
-        if (b->moved[i] && pass - b->moved[i] < TM_MIGRATE_PING_PONG)
+        if (b->moved[i] && pass - b->moved[i] < TM_MIGRATE_PING_PONG && b->left[i] == (uint8_t)to)
             tm_stat_add(ping_pongs, 1);
         b->moved[i] = pass;
+        b->left[i] = (uint8_t)from;
         b->handle[i] = fresh[i - first];
         b->tier[i] = (uint8_t)to;
         b->plan.per_tier[from]--;

@@ -35,7 +35,8 @@
 CUresult tm_migrate_range(CUdeviceptr address, uint64_t bytes, tm_tier_id to);
 
 /* The rebalancer's pass number (from 1), recorded with each chunk moved; a chunk moved
- * again within TM_MIGRATE_PING_PONG passes of its last move counts as a ping-pong. */
+ * back to the tier it left within TM_MIGRATE_PING_PONG passes of that move counts as a
+ * ping-pong (a move on to a third tier does not). */
 extern uint32_t tm_migrate_pass;
 #define TM_MIGRATE_PING_PONG 8
 

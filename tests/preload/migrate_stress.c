@@ -2,6 +2,9 @@
  * checksummed data in them.
  *
  *   migrate_stress MIGRATIONS [STREAMS [CHUNKS_PER_STREAM]]
+ *   migrate_stress path TIER...   moves the first chunk of a 2-chunk allocation to each
+ *                                 TIER in turn, with no kernels; prints "path ok" or the
+ *                                 move that failed
  *
  * One chunked allocation holds a region per stream, cut in 256 KiB slices, each with its
  * own seed and version. A thread per stream launches the check_stamp kernel on its
@@ -190,8 +193,29 @@ static void *set_loop(void *arg)
     return NULL;
 }
 
+/* `path`: one chunk through the tiers given, for counts that must come out exact. */
+static int move_along(migrate_fn migrate, int count, char **tiers)
+{
+    ctx = probe_init();
+    CUdeviceptr two;
+    CHECK(cuMemAlloc(&two, 2 * CHUNK));
+    for (int i = 0; i < count; i++) {
+        CUresult r = migrate(two, CHUNK, tiers[i]);
+        if (r != CUDA_SUCCESS) {
+            printf("path: move %d to %s: %d\n", i + 1, tiers[i], (int)r);
+            return 1;
+        }
+    }
+    CHECK(cuMemFree(two));
+    printf("path ok\n");
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    migrate_fn migrate = (migrate_fn)(uintptr_t)dlsym(RTLD_DEFAULT, "tiermem_migrate");
+    if (argc >= 2 && strcmp(argv[1], "path") == 0 && migrate)
+        return move_along(migrate, argc - 2, argv + 2);
     if (argc < 2) {
         fprintf(stderr, "usage: migrate_stress MIGRATIONS [STREAMS [CHUNKS_PER_STREAM]]\n");
         return 2;
@@ -203,7 +227,6 @@ int main(int argc, char **argv)
         fprintf(stderr, "migrate_stress: STREAMS must be 1 to %d, CHUNKS_PER_STREAM at least 1\n", MAX_STREAMS);
         return 2;
     }
-    migrate_fn migrate = (migrate_fn)(uintptr_t)dlsym(RTLD_DEFAULT, "tiermem_migrate");
     if (!migrate) {
         fprintf(stderr, "migrate_stress: tiermem_migrate is not there (run it with libtiermem.so preloaded)\n");
         return 2;

@@ -33,6 +33,13 @@ check "the stats count the chunks moved (all but the first move of each of 12 ch
 check "a migration found a pooled chunk" test "$(json_value "$json" pool_hits)" -gt 0
 check_eq "every tier is empty at the end" "$(json_tier_sum "$json" used)" 0
 
+# Ping-pongs: a chunk sent back to the tier it left counts, one sent on to a third does not.
+# hbm -> ddr -> hbm (back) -> cxl -> ddr -> cxl (back): 5 moves, 2 of them back.
+out=$(under_tiermem "${SIM[@]}" TIERMEM_POLICY=size TIERMEM_STATS="$SCRATCH/path" -- "$STRESS" path ddr hbm cxl ddr cxl 2>&1); rc=$?
+json=$("$TIERMEM_STAT" --json "$SCRATCH/path")
+check_eq "one chunk moved hbm, ddr, hbm, cxl, ddr, cxl: 5 migrations, 2 ping-pongs" \
+  "$rc $(grep -c '^path ok' <<<"$out") $(json_value "$json" migrations) $(json_value "$json" ping_pongs)" "0 1 5 2"
+
 # One stream: fewer launches, so a migration copies again less often, and the memsets and
 # device-to-device copies of the setter meet more remaps.
 out=$(under_tiermem "${SIM[@]}" -- "$STRESS" "$MIGRATIONS" 1 1 2>&1); rc=$?
