@@ -79,3 +79,17 @@ CUresult CUDAAPI cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction 
     return TM_LAUNCH(config->hStream, true, kernelParams, extra,
                      tm_real.cuLaunchKernelEx_ptsz(config, f, kernelParams, extra));
 }
+
+/* A graph's kernels may touch any chunk, so the launch waits while a migration remaps and
+ * counts as a submission (a chunk a graph writes during a migration's copy is copied again). */
+CUresult CUDAAPI cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream)
+{
+    TM_HOOK_ENTER(cuGraphLaunch);
+    return TM_GATED(tm_real.cuGraphLaunch(hGraphExec, hStream));
+}
+
+CUresult CUDAAPI cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream)
+{
+    TM_HOOK_ENTER(cuGraphLaunch_ptsz);
+    return TM_GATED(tm_real.cuGraphLaunch_ptsz(hGraphExec, hStream));
+}

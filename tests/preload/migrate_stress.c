@@ -17,7 +17,8 @@
  * the slice back with cuMemcpyDtoHAsync and checks every word (a read-back that meets a
  * chunk being remapped fails or reads wrong bytes). With each migration started, a reader
  * thread copies a piece of two chunks no kernel writes back with cuMemcpyDtoH, and a
- * setter thread sets a piece of a chunk to a new value with cuMemsetD32Async, copies it to
+ * setter thread sets a piece of a chunk to a new value with cuMemsetD32Async (every other
+ * time from a graph captured around it, with cuGraphLaunch), copies it to
  * another with cuMemcpyDtoD and checks the copy (a write a migration's copy missed is lost
  * at the remap). At the end the host checks every word too. Prints
  *   "migrations N refused N failed N launches N reads N corrupted bytes N"
@@ -177,8 +178,21 @@ static void *set_loop(void *arg)
     uint64_t seen = 0;
     for (uint32_t value = 1; wait_next_migration(&seen); value++) {
         uint64_t at = value * 7ull % (CHUNK / sizeof piece) * sizeof piece;
-        CHECK(cuMemsetD32Async(set + at, value, PIECE_WORDS, stream));
-        CHECK(cuStreamSynchronize(stream));
+        if (value % 2) { /* a graph launch sets it, past the same gate as the memset */
+            CUgraph graph;
+            CUgraphExec exec;
+            CHECK(cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+            CHECK(cuMemsetD32Async(set + at, value, PIECE_WORDS, stream));
+            CHECK(cuStreamEndCapture(stream, &graph));
+            CHECK(cuGraphInstantiate(&exec, graph, 0));
+            CHECK(cuGraphLaunch(exec, stream));
+            CHECK(cuStreamSynchronize(stream));
+            CHECK(cuGraphExecDestroy(exec));
+            CHECK(cuGraphDestroy(graph));
+        } else {
+            CHECK(cuMemsetD32Async(set + at, value, PIECE_WORDS, stream));
+            CHECK(cuStreamSynchronize(stream));
+        }
         /* the synchronous form: the migration's own copies are the only cuMemcpyDtoDAsync
          * calls, which the fault injection counts */
         CHECK(cuMemcpyDtoD(copy + at, set + at, sizeof piece));
