@@ -28,8 +28,13 @@ check "no physical allocation or reservation leaked" \
   grep -q '^simcuda: exit: 0 physical allocations and 0 address reservations live' <<<"$out"
 echo "# $("$TIERMEM_STAT" "$SCRATCH/stress" | grep '^migrations')"
 json=$("$TIERMEM_STAT" --json "$SCRATCH/stress")
-check "the stats count the chunks moved (all but the first move of each of 12 chunks at most)" \
-  test "$(json_value "$json" migrations)" -ge $((MIGRATIONS - 12))
+# The program counts a move into a chunk's tier only once it knows that tier: not before a
+# chunk's first move, nor after a refused call, which may have moved part of its run of up
+# to 4 chunks; it counts such a move all the same, so the stats may be that much lower.
+moved=$(sed -E 's/^migrations ([0-9]+) .*/\1/' <<<"$line")
+refused=$(sed -E 's/.* refused ([0-9]+) .*/\1/' <<<"$line")
+check "the stats count the chunks moved (all but 12 first moves and 4 per refused call at most)" \
+  test "$(json_value "$json" migrations)" -ge $((moved - 12 - 4 * refused))
 check "a migration found a pooled chunk" test "$(json_value "$json" pool_hits)" -gt 0
 check_eq "every tier is empty at the end" "$(json_tier_sum "$json" used)" 0
 
