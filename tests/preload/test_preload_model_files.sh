@@ -71,10 +71,13 @@ done
 
 # -------------------------------------------------------------- the engine, unmodified
 llm=$B/bin/tiermem-llm
+# 32 sequences decode together, so the run decodes for about a second after its weights
+# are named: the window in which the live region is read (the reference runs the same).
+for _ in $(seq 32); do echo "Once upon a time"; done > "$S/prompts.txt"
 run_engine() {  # run_engine NAME ENV... : -n 48 in the background, stats at $S/NAME.stats
   local name=$1; shift
   env SIMCUDA_MEM=1G "$@" TIERMEM_STATS="$S/$name.stats" LD_PRELOAD="$(preload_value "$LIBTIERMEM")" \
-    "$llm" -m "$S/m.gguf" -p "Once upon a time" -n 48 -v > /dev/null 2> "$S/$name.err" &
+    "$llm" -m "$S/m.gguf" --prompts-file "$S/prompts.txt" -n 48 -v > /dev/null 2> "$S/$name.err" &
   ENGINE_PID=$!
 }
 # Polls the live region until the last weight is named (the engine then decodes for a while).
@@ -88,7 +91,7 @@ named_json() {
 }
 ids() { sed -n 's/^tiermem-llm: seq 0 generated ids: //p' "$1"; }
 
-SIMCUDA_MEM=1G "$llm" -m "$S/m.gguf" -p "Once upon a time" -n 48 -v > /dev/null 2> "$S/ref.err"
+SIMCUDA_MEM=1G "$llm" -m "$S/m.gguf" --prompts-file "$S/prompts.txt" -n 48 -v > /dev/null 2> "$S/ref.err"
 run_engine names TIERMEM_MIN_TIERED=1
 named_json "$S/names.stats" "$S/names.json"
 check "engine: tiermem-stat shows the weights by name while it runs" test -s "$S/names.json"
