@@ -557,11 +557,8 @@ void tm_forget_all_in_child(void)
     tm_range **taken = tm_registry_take(every, NULL, &count);
     for (size_t i = 0; i < count; i++) {
         tm_alloc *a = (tm_alloc *)taken[i];
-        if (a->backing) {
-            free(a->backing->tier);
-            free(a->backing->moved);
-            free(a->backing->left);
-        }
+        if (a->backing)
+            tm_backing_untrack_tiers(a->backing);
         free(a->backing);
         free(a->file);
         tm_heat_alloc_detach(a);

@@ -192,6 +192,16 @@ tm_tier_id tm_backing_chunk_tier(const tm_backing *b, uint64_t index)
     return b->tier ? (tm_tier_id)b->tier[index] : tm_plan_chunk_tier(&b->plan, index);
 }
 
+void tm_backing_untrack_tiers(tm_backing *b)
+{
+    free(b->tier);
+    free(b->moved);
+    free(b->left);
+    b->tier = NULL;
+    b->moved = NULL;
+    b->left = NULL;
+}
+
 bool tm_backing_track_tiers(tm_backing *b)
 {
     if (b->tier)
@@ -200,10 +210,7 @@ bool tm_backing_track_tiers(tm_backing *b)
     b->left = calloc(b->plan.chunks, sizeof *b->left);
     b->tier = b->moved && b->left ? malloc((size_t)b->plan.chunks) : NULL;
     if (!b->tier) {
-        free(b->moved);
-        free(b->left);
-        b->moved = NULL;
-        b->left = NULL;
+        tm_backing_untrack_tiers(b);
         return false;
     }
     for (uint64_t i = 0; i < b->plan.chunks; i++)
@@ -267,8 +274,6 @@ void tm_backing_destroy_keeping(tm_backing *b, tm_backing_keep keep, void *arg)
                 keep(arg, tm_backing_chunk_tier(b, i), b->handle[i]);
         tm_release_call(tm_real.cuMemAddressFree(b->base, b->bytes));
     }
-    free(b->tier);
-    free(b->moved);
-    free(b->left);
+    tm_backing_untrack_tiers(b);
     free(b);
 }

@@ -70,8 +70,10 @@ tm_backing_failure tm_backing_create(const tm_plan *plan, const tm_backing_targe
 /* The tier chunk `index` lives in now. */
 tm_tier_id tm_backing_chunk_tier(const tm_backing *backing, uint64_t index);
 
-/* Before a chunk first moves: the per-chunk `tier` and `moved` arrays. False without memory. */
+/* Before a chunk first moves: the per-chunk `tier`, `moved` and `left` arrays. False without memory. */
 bool tm_backing_track_tiers(tm_backing *backing);
+/* Frees those arrays (the chunks' tiers are the plan's again); for releases and fork children. */
+void tm_backing_untrack_tiers(tm_backing *backing);
 
 /* Puts chunk `index` in `tier` without keeping its bytes: a new handle there is mapped
  * at the same address and the old one released. Only for a chunk whose bytes are dead
