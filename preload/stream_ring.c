@@ -383,6 +383,21 @@ static void fill(int s, CUdeviceptr key, uint64_t bytes)
     ring.streamed_bytes += bytes;
 }
 
+/* A chunk the launch reads that no slot holds: copied now into a slot an earlier launch
+ * read (after it ends), when one is free of this launch; -1 when none is. The copy engines
+ * move it faster than the kernel would read it in place, even with the wait. */
+static int fetch_now(CUdeviceptr key)
+{
+    CUdeviceptr start, end;
+    uint64_t bytes;
+    if (!streamable(alloc_at(key), key, &start, &bytes, &end))
+        return -1;
+    int s = take_slot(true);
+    if (s >= 0)
+        fill(s, start, bytes);
+    return ring.failed ? -1 : s;
+}
+
 /* Starts copies of the chunks predicted next into the slots that are free (the very next
  * one may wait for a slot's reader). */
 static void prefetch(void)
@@ -419,21 +434,43 @@ static bool capturing(CUstream stream, bool per_thread)
     return r != CUDA_SUCCESS || status != CU_STREAM_CAPTURE_STATUS_NONE;
 }
 
+/* Notes the chunk at `key` as one this launch reads; false when refs is full. */
+static bool add_ref(CUdeviceptr key, CUdeviceptr end)
+{
+    for (int j = 0; j < ring.ref_count; j++)
+        if (ring.refs[j].key == key)
+            return true;
+    if (ring.ref_count == REFS_MAX) {
+        ring.overflow = true;
+        return false;
+    }
+    ring.refs[ring.ref_count++] = (ref){ .key = key, .end = end, .slot = -1 };
+    return true;
+}
+
+/* The streamable chunks each pointer parameter reaches: its own, and the chunks after it
+ * that hold the same tensor (a kernel handed a weight matrix reads it whole), as many as
+ * the ring could map at once. */
 static void collect_refs(const uint64_t *values, size_t n)
 {
     ring.overflow = false;
     for (size_t i = 0; i < n; i++) {
         CUdeviceptr key, end;
         uint64_t bytes;
-        if (values[i] == 0 || !streamable(alloc_at(values[i]), values[i], &key, &bytes, &end))
+        tm_alloc *a = values[i] ? alloc_at(values[i]) : NULL;
+        if (!a || !streamable(a, values[i], &key, &bytes, &end) || !add_ref(key, end))
             continue;
-        bool seen = false;
-        for (int j = 0; j < ring.ref_count; j++)
-            seen |= ring.refs[j].key == key;
-        if (!seen && ring.ref_count == REFS_MAX)
-            ring.overflow = true;
-        else if (!seen)
-            ring.refs[ring.ref_count++] = (ref){ .key = key, .end = end, .slot = -1 };
+        const tm_tensor **labels = __atomic_load_n(&a->label, __ATOMIC_ACQUIRE);
+        uint64_t first = (key - a->backing->base) / ring.chunk;
+        const tm_tensor *tensor = __atomic_load_n(&labels[first], __ATOMIC_RELAXED);
+        /* (what refs cannot hold of it is read in place, tracked from the first chunk on) */
+        for (uint64_t c = first + 1;
+             c < first + TM_STREAM_SLOTS && c < a->backing->plan.chunks && ring.ref_count < REFS_MAX; c++) {
+            CUdeviceptr next = a->backing->base + c * ring.chunk, next_key;
+            if (__atomic_load_n(&labels[c], __ATOMIC_RELAXED) != tensor ||
+                !streamable(a, next, &next_key, &bytes, &end) || !add_ref(next_key, end))
+                break;
+        }
     }
 }
 
@@ -464,6 +501,8 @@ bool tm_stream_before_launch_slow(CUfunction f, CUstream stream, bool per_thread
     for (int i = 0; i < ring.ref_count && !ring.failed; i++) {
         ref *rf = &ring.refs[i];
         int s = slot_of(rf->key);
+        if (s < 0 && ring.order.cyclic)
+            s = fetch_now(rf->key);
         if (s >= 0 && ring.slot[s].state == SLOT_FILLING)
             map_slot(s);
         if (s >= 0 && ring.slot[s].state == SLOT_MAPPED && ring.slot[s].key == rf->key) {

@@ -8,7 +8,9 @@
  * mapped at a staging address of its own. While any chunk is spilled, every launch has
  * its pointer parameters read: the spilled chunks of model-file tensors (provenance.h:
  * read-only weights; written memory such as KV cache has no such label and is never
- * streamed) it references are noted in the learned cyclic order (policy/prefetch_order.h).
+ * streamed) it references, the one a pointer falls in and the chunks after it that hold
+ * the same tensor (a kernel handed a matrix reads it whole; as many as the ring holds),
+ * are noted in the learned cyclic order (policy/prefetch_order.h).
  * For the next chunks predicted, a free slot is filled on the interposer's own stream
  * (cuMemcpyDtoDAsync after a wait on the event of the slot's last reader). When a launch
  * references a chunk whose copy is under way, the host waits for the copy, and the chunk's
@@ -16,7 +18,10 @@
  * closed, after every launch that read the chunk in place has completed; the launch then
  * reads HBM. An event recorded after it tells when the slot's chunk may go back: the
  * address is mapped to its lower-tier chunk again (no copy: it was never written) and the
- * slot is free. A chunk the ring did not have in time is read in place, as without it.
+ * slot is free. A chunk the ring did not have in time is copied then, into a slot no
+ * chunk of this launch holds, once that slot's last reader is done (the host waits: the
+ * copy engines still move it faster than the kernel would read it in place); with no
+ * such slot it is read in place, as without the ring.
  *
  * Remaps, the rebalancer's migrations and releases of chunked memory exclude one another
  * with the migration lock; a launch that references streamed chunks holds it from before

@@ -4,9 +4,9 @@
 # all-in-HBM run (f32 and fp8 KV, synchronous and asynchronous streams); a long batched
 # run under asynchronous streams, with the rebalancer migrating as well, dumps the same
 # logits bit for bit (every weight byte every kernel read, checked); a driver call failed
-# mid-stream stops streaming with one line and the same tokens; nothing streams when the
-# model fits, when the ring would be a large share of HBM (TIERMEM_STREAM=auto) or with
-# TIERMEM_STREAM=off.
+# mid-stream stops streaming with one line and the same tokens; a weight of several chunks
+# streams whole; nothing streams when the model fits, when the ring would be a large share
+# of HBM (TIERMEM_STREAM=auto) or with TIERMEM_STREAM=off.
 source "$(dirname "$0")/../lib/tap.sh"
 
 llm=$B/bin/tiermem-llm
@@ -54,6 +54,27 @@ check "stress: the reference dumped logits" test -s "$T/ref.logits"
 check "stress: every logit of every step bit for bit the reference's" cmp -s "$T/ref.logits" "$T/stress.logits"
 check "stress: nothing leaked" \
   grep -q '^simcuda: exit: 0 physical allocations and 0 address reservations live' "$T/stress.err"
+
+# Weights of more than one chunk (3 MiB matrices of a 512-wide model): a kernel handed one
+# reads it whole, so every chunk of it streams, not only the one its pointer falls in; the
+# bytes kernels read in place stay under half of what the copy engine brought (reading
+# each matrix's second chunk in place, they were more than it), and the logits of an
+# asynchronous run stay bit for bit the reference's.
+"$B/bin/tiermem-mkmodel" -o "$T/wide.gguf" --layers 2 --vocab 1024 --dim 512 --heads 8 --kv-heads 8 --ffn 1536 \
+  --type f32 --seed 5 > "$T/mk-wide.log" 2>&1
+SIMCUDA_MEM=1G "$llm" -m "$T/wide.gguf" -p "Once upon a time" -n 24 --kv-dtype f32 --kv-blocks 16 \
+  --dump-logits "$T/wide-ref.logits" > /dev/null 2>&1
+env SIMCUDA_MEM=12M SIMCUDA_ASYNC=1 "${on[@]}" "$llm" -m "$T/wide.gguf" -p "Once upon a time" -n 24 \
+  --kv-dtype f32 --kv-blocks 16 --dump-logits "$T/wide.logits" > /dev/null 2> "$T/wide.err"
+check_eq "weights over a chunk: exit 0" "$?" 0
+in_place=$(awk '/^simcuda: exit: kernels in host-numa: read/ { printf "%d", $7 * 1073741824 }' "$T/wide.err")
+copied=$(sed -n 's/^simcuda: exit: copied host-numa -> device: \([0-9]*\) bytes/\1/p' "$T/wide.err")
+echo "# weights over a chunk: $(grep -o 'stream: .*' "$T/wide.err"); read in place $in_place bytes, copied $copied"
+check "weights over a chunk: read in place ($in_place bytes) under half of what was copied (${copied:-0})" \
+  test "${in_place:-1}" -gt 0 -a "$((2 * ${in_place:-1}))" -lt "${copied:-0}"
+check "weights over a chunk: every logit bit for bit the reference's" cmp -s "$T/wide-ref.logits" "$T/wide.logits"
+check "weights over a chunk: nothing leaked" \
+  grep -q '^simcuda: exit: 0 physical allocations and 0 address reservations live' "$T/wide.err"
 
 # A driver call failing inside streaming: one line, streaming stops, the tokens stay right.
 for fault in cuMemMap:200 cuMemcpyDtoDAsync_v2:60 cuEventSynchronize:40 cuMemSetAccess:200; do
