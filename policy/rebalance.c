@@ -6,7 +6,7 @@
 typedef struct candidate {
     size_t alloc;
     uint64_t index;
-    double heat;
+    double value;               /* heat times the link time a byte of it costs below HBM */
     bool loaded;
 } candidate;
 
@@ -19,11 +19,11 @@ static int order_address(const candidate *a, const candidate *b)
     return (a->index > b->index) - (a->index < b->index);
 }
 
-/* The heat a chunk ranks by: a difference within TM_REBALANCE_MARGIN is one the pass
- * never acts on between two chunks, so within it model-file data ranks hotter. */
+/* What a chunk ranks by: a difference within TM_REBALANCE_MARGIN is one the pass never
+ * acts on between two chunks, so within it model-file data ranks hotter. */
 static double rank_heat(const candidate *c)
 {
-    return c->loaded ? c->heat * TM_REBALANCE_MARGIN : c->heat;
+    return c->loaded ? c->value * TM_REBALANCE_MARGIN : c->value;
 }
 
 /* Hottest first; equal heat in address order. */
@@ -156,6 +156,7 @@ int tm_rebalance_plan(const tm_rebalance_input *in, tm_rebalance_move *out, size
     for (int t = 0; t < TM_TIER_COUNT; t++)
         room[t] = in->room[t];
     uint64_t budget = in->budget;
+    double streamed_cost = in->streamed_cost > 0 && in->streamed_cost < 1 ? in->streamed_cost : 1.0;
     size_t n = 0, nu = 0, nd = 0;
     for (size_t a = 0; a < in->alloc_count; a++) {
         const tm_rebalance_alloc *al = &in->alloc[a];
@@ -172,7 +173,7 @@ int tm_rebalance_plan(const tm_rebalance_input *in, tm_rebalance_move *out, size
                 }
                 continue;
             }
-            candidate c = { a, i, al->heat[i], al->loaded };
+            candidate c = { a, i, al->heat[i] * (al->loaded ? streamed_cost : 1.0), al->loaded };
             if (from == TM_TIER_HBM)
                 down[nd++] = c;
             else if (promotable(order, from))
@@ -187,7 +188,7 @@ int tm_rebalance_plan(const tm_rebalance_input *in, tm_rebalance_move *out, size
         const candidate *p = &up[u];
         tm_tier_id from = (tm_tier_id)in->alloc[p->alloc].tier[p->index];
         if (room[TM_TIER_HBM] > 0) { /* free room: a promotion alone */
-            if (p->heat <= 0)
+            if (p->value <= 0)
                 break; /* no heat, no reason to move */
             moves[n++] = (chunk_move){ p->alloc, p->index, TM_TIER_HBM };
             room[TM_TIER_HBM]--;
@@ -198,7 +199,7 @@ int tm_rebalance_plan(const tm_rebalance_input *in, tm_rebalance_move *out, size
         if (d >= nd || budget < 2)
             break;
         const candidate *q = &down[d];
-        if (p->heat <= q->heat * TM_REBALANCE_MARGIN + TM_REBALANCE_MIN_GAIN)
+        if (p->value <= q->value * TM_REBALANCE_MARGIN + TM_REBALANCE_MIN_GAIN)
             break; /* the hottest below is not clearly hotter than the coldest above */
         tm_tier_id to = demotion_tier(order, room);
         if (to == TM_TIER_HBM)

@@ -20,7 +20,11 @@
  * Chunks holding model-file data (`loaded`) rank as if TM_REBALANCE_MARGIN times hotter:
  * a launch credits every buffer it is handed alike, and of a weight matrix and the output
  * buffer one launch reads and writes, the weights are what every step reads whole; a
- * difference within the margin is one no swap acts on anyway. Chunks of equal rank keep
+ * difference within the margin is one no swap acts on anyway. While spilled model-file
+ * data streams through the HBM ring (`streamed_cost` below 1), a byte of it below HBM costs
+ * the link that share of what a byte read in place costs, so its heat counts for that much
+ * in ranking and in every swap: HBM goes first to what cannot stream (KV cache, buffers
+ * the program writes). Chunks of equal rank keep
  * address order, so an allocation that is uniformly hot or cold moves whole; moves come out merged into runs of adjacent chunks of one allocation
  * going to one tier, each marked `whole` when it covers its allocation. */
 #ifndef TM_POLICY_REBALANCE_H
@@ -35,6 +39,9 @@
 #define TM_REBALANCE_MARGIN 1.25
 #define TM_REBALANCE_MIN_GAIN 0.02
 #define TM_REBALANCE_NEVER UINT32_MAX /* `idle` of a chunk that never moved */
+/* The copy engines' rate over the link against the SMs' in-place reads: about 35 GB/s
+ * read in place where the copy engines move 50 on PCIe 5 (DESIGN, "Performance model"). */
+#define TM_REBALANCE_STREAMED_COST 0.7
 
 typedef struct tm_rebalance_alloc {
     uint64_t chunks;            /* its chunk count */
@@ -55,6 +62,9 @@ typedef struct tm_rebalance_input {
     uint32_t cooldown;               /* passes a moved chunk stays put */
     const tm_tier_order *order;      /* tiers that take chunks (TIERMEM_TIER_ORDER); NULL: the
                                       * default, hbm,cxl,ddr */
+    double streamed_cost;            /* link time of a `loaded` chunk's byte below HBM against
+                                      * one read in place: TM_REBALANCE_STREAMED_COST while the
+                                      * ring streams them; 0 or 1: nothing streams */
 } tm_rebalance_input;
 
 typedef struct tm_rebalance_move {

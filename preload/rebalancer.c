@@ -14,6 +14,7 @@
 #include "preload/migrate.h"
 #include "preload/stats.h"
 #include "preload/stream_free.h"
+#include "preload/stream_ring.h"
 #include "preload/warm_start.h"
 
 static pthread_t thread;
@@ -189,7 +190,10 @@ static void rebalance_once(tm_device *d, uint64_t budget)
         tm_device_tiers_now(d, &now);
         pthread_mutex_unlock(&d->place_lock);
         tm_rebalance_input input = { .alloc = in, .alloc_count = s.count, .budget = budget,
-                                     .cooldown = TM_REBALANCE_COOLDOWN, .order = &d->policy.order };
+                                     .cooldown = TM_REBALANCE_COOLDOWN, .order = &d->policy.order,
+                                     .streamed_cost = __atomic_load_n(&tm_stream_ready, __ATOMIC_RELAXED)
+                                                          ? TM_REBALANCE_STREAMED_COST
+                                                          : 1.0 };
         for (int t = 0; t < TM_TIER_COUNT; t++)
             input.room[t] = now.tier[t].present ? tm_tier_room(&now, (tm_tier_id)t) / d->policy.chunk_size : 0;
         int count = tm_rebalance_plan(&input, moves, 64);

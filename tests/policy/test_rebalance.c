@@ -1,7 +1,7 @@
 /* test_rebalance.c — the heat policy's pass on synthetic heat, tier sizes and budgets:
  * no move when everything is in HBM, promotions into free room, swaps only when clearly
- * hotter, hysteresis, budgets, whole-allocation against chunk moves, rules that keep chunks
- * in a tier, and the tier order. */
+ * hotter, the worth of weights that stream, hysteresis, budgets, whole-allocation against
+ * chunk moves, rules that keep chunks in a tier, and the tier order. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -157,6 +157,58 @@ static void test_equal_heat_weights_first(void **state)
     assert_true(out[0].whole);
     assert_int_equal(out[1].alloc, 1);
     assert_int_equal(out[1].count, 1);
+}
+
+/* While the ring streams spilled weights, a byte of them below HBM costs the link less than
+ * a byte of KV cache read in place: KV as hot as the weights in HBM takes their place, and
+ * KV somewhat colder does not. Nothing streaming, equal heat moves nothing. */
+static void test_streamed_weights_give_way(void **state)
+{
+    (void)state;
+    fake_alloc f[2];
+    tm_rebalance_alloc a[2] = {
+        make_alloc(&f[0], 4, TM_TIER_DDR, 1.0), /* a KV pool, read every step */
+        make_alloc(&f[1], 4, TM_TIER_HBM, 1.0), /* weights, read every step */
+    };
+    a[1].loaded = true;
+    tm_rebalance_input in = make_input(a, 2, 0, 100, 100);
+    tm_rebalance_move out[16];
+    assert_int_equal(tm_rebalance_plan(&in, out, 16), 0);
+    in.streamed_cost = 1.0;
+    assert_int_equal(tm_rebalance_plan(&in, out, 16), 0);
+
+    in.streamed_cost = TM_REBALANCE_STREAMED_COST;
+    int n = tm_rebalance_plan(&in, out, 16);
+    assert_int_equal(n, 2);
+    assert_int_equal(out[0].alloc, 0);
+    assert_true(out[0].whole);
+    assert_int_equal(out[0].to, TM_TIER_HBM);
+    assert_int_equal(out[1].alloc, 1);
+    assert_true(out[1].whole);
+    assert_int_equal(out[1].to, TM_TIER_DDR);
+
+    /* the swap needs the margin over the weights' streamed worth (0.7 x 1.25 + 0.02) */
+    for (int i = 0; i < 4; i++)
+        f[0].heat[i] = 0.88;
+    assert_int_equal(tm_rebalance_plan(&in, out, 16), 0);
+    for (int i = 0; i < 4; i++)
+        f[0].heat[i] = 0.9;
+    assert_int_equal(tm_rebalance_plan(&in, out, 16), 2);
+
+    /* weights below HBM rank by their streamed worth too: KV comes up first */
+    for (int i = 0; i < 4; i++) {
+        f[1].tier[i] = TM_TIER_DDR;
+        f[0].heat[i] = 0.9;
+    }
+    in.room[TM_TIER_HBM] = 4;
+    n = tm_rebalance_plan(&in, out, 16);
+    assert_int_equal(n, 1);
+    assert_int_equal(out[0].alloc, 0);
+    assert_true(out[0].whole);
+    in.streamed_cost = 0;
+    n = tm_rebalance_plan(&in, out, 16);
+    assert_int_equal(n, 1);
+    assert_int_equal(out[0].alloc, 1);
 }
 
 static void test_near_equal_heat_does_not_move(void **state)
@@ -396,6 +448,7 @@ int main(void)
         cmocka_unit_test(test_uniform_allocations_swap_whole),
         cmocka_unit_test(test_embedding_down_layers_up),
         cmocka_unit_test(test_equal_heat_weights_first),
+        cmocka_unit_test(test_streamed_weights_give_way),
         cmocka_unit_test(test_near_equal_heat_does_not_move),
         cmocka_unit_test(test_recently_moved_chunks_stay),
         cmocka_unit_test(test_budget_limits_a_pass),
