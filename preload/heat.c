@@ -90,13 +90,18 @@ void tm_heat_alloc_detach(tm_alloc *a)
 }
 
 /* A collector beside the process writes better heat into the region: leave it alone
- * while its last write is fresh. */
-static bool collector_writes(uint64_t tick)
+ * while its last write is fresh (under 5 s old at CLOCK_MONOTONIC `now`). */
+static bool collector_writes_at(uint64_t now)
 {
     if (!__atomic_load_n(&tm_stats->heat_collector_pid, __ATOMIC_RELAXED))
         return false;
     uint64_t last = __atomic_load_n(&tm_stats->heat_collector_ns, __ATOMIC_RELAXED);
-    return tick * clock_.tick_ns < last + 5000000000ull;
+    return now < last + 5000000000ull;
+}
+
+static bool collector_writes(uint64_t tick)
+{
+    return collector_writes_at(tick * clock_.tick_ns);
 }
 
 void tm_heat_alloc_credit(tm_alloc *a, uint64_t offset, uint64_t length, double bytes, uint64_t tick)
@@ -123,7 +128,15 @@ double tm_heat_alloc_density(const tm_alloc *a, uint32_t h, uint64_t tick)
 {
     if (!a->heat || h >= a->heat_chunks)
         return 0.0;
-    const tm_heat_chunk *c = &a->heat[h];
+    /* what the collector measured, while it writes: the launch source guesses how much of
+     * each buffer a kernel reaches, the collector may know (simcuda's touch probes) */
+    tm_heat_chunk collected;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    const tm_heat_chunk *c = collector_writes_at((uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec) &&
+                                     tm_stats_heat_collected(a->stats_slot, h, &collected)
+                                 ? &collected
+                                 : &a->heat[h];
     double bytes = tm_heat_reads(c, tick) + tm_heat_writes(c, tick);
     uint64_t extent = a->backing ? a->backing->bytes : a->range.size;
     return bytes / (double)tm_heat_chunk_bytes(extent, (uint64_t)1 << a->heat_chunk_shift, h);

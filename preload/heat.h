@@ -37,7 +37,9 @@ extern uint64_t tm_heat_span_lo, tm_heat_span_hi;
  * chunks it touched. Safe from any thread while the allocation is registered. */
 void tm_heat_alloc_credit(tm_alloc *alloc, uint64_t offset, uint64_t length, double bytes, uint64_t tick);
 
-/* Decayed bytes accessed per byte of heat chunk `h` as of interval `tick`. Not the 0..1
+/* Decayed bytes accessed per byte of heat chunk `h` as of interval `tick`, as the
+ * collector beside the process (tiermem-heat) measured them while its writes are fresh,
+ * else as the in-process source did. Not the 0..1
  * score of policy/heat.h: that one saturates once a chunk is read whole in an interval,
  * and a weight read every step must rank above a buffer written once a step. */
 double tm_heat_alloc_density(const tm_alloc *alloc, uint32_t h, uint64_t tick);

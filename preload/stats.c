@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -449,6 +450,38 @@ void tm_stats_heat_publish(int slot, const tm_heat_chunk *chunks, uint32_t from,
     memcpy(&heat_chunks[hr->first_chunk + from], &chunks[from], count * sizeof *heat_chunks);
     hr->sources |= source;
     __atomic_fetch_add(&hr->seq, 1, __ATOMIC_RELEASE);
+}
+
+bool tm_stats_heat_collected(int slot, uint32_t index, tm_heat_chunk *out)
+{
+    if (slot < 0 || !region)
+        return false;
+    const tm_stats_heat_record *hr = &heat_records[slot];
+    for (int attempt = 0; attempt < 4; attempt++) {
+        uint64_t seq = __atomic_load_n(&hr->seq, __ATOMIC_ACQUIRE);
+        if (seq & 1)
+            continue;
+        uint32_t sources = __atomic_load_n(&hr->sources, __ATOMIC_RELAXED);
+        uint64_t first = __atomic_load_n(&hr->first_chunk, __ATOMIC_RELAXED);
+        uint32_t count = __atomic_load_n(&hr->chunk_count, __ATOMIC_RELAXED);
+        if (!(sources & (TM_HEAT_FROM_EBPF | TM_HEAT_FROM_USDT)) || index >= count ||
+            first + index >= TM_STATS_HEAT_CHUNKS)
+            return false;
+        tm_stats_heat_chunk c;
+        memcpy(&c, &heat_chunks[first + index], sizeof c);
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        if (__atomic_load_n(&hr->seq, __ATOMIC_RELAXED) != seq)
+            continue;
+        /* another process wrote these: a value no decayed count can take reads as none */
+        double *field[] = { &c.heat, &c.pending, &c.reads, &c.writes };
+        for (size_t i = 0; i < sizeof field / sizeof *field; i++)
+            if (!isfinite(*field[i]) || *field[i] < 0)
+                *field[i] = 0;
+        *out = (tm_heat_chunk){ .tick = c.tick, .heat = c.heat, .pending = c.pending, .reads = c.reads,
+                                .writes = c.writes };
+        return true;
+    }
+    return false;
 }
 
 void tm_stats_record_flag(int slot, uint32_t flags)

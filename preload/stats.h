@@ -69,6 +69,12 @@ void tm_stats_record_chunks(int slot, const uint32_t chunks[TM_STATS_TIERS]);
 bool tm_stats_heat_attach(int slot, uint32_t chunk_count);
 void tm_stats_heat_publish(int slot, const tm_heat_chunk *chunks, uint32_t from, uint32_t count, uint32_t source);
 
+/* The heat a collector beside the process (tiermem-heat) wrote for heat chunk `index` of a
+ * record, into *out: false when no collector has written the record, or the copy kept
+ * changing under the read. Values that no decayed count can take (negative, not finite)
+ * read as 0: the region is shared with another process. */
+bool tm_stats_heat_collected(int slot, uint32_t index, tm_heat_chunk *out);
+
 /* At exit: marks the region exited and removes it (a TIERMEM_STATS path stays). */
 void tm_stats_close(void);
 

@@ -151,7 +151,8 @@ typedef struct tm_stats_header {
     int32_t heat_collector_pid;   /* a collector (tiermem-heat) writing heat here, or 0 */
     int32_t heat_reserved0;
     uint64_t heat_collector_ns;   /* CLOCK_MONOTONIC of its last write: while under 5 s old,
-                                   * the process leaves heat to it */
+                                   * the process leaves heat to it and its heat
+                                   * policy ranks chunks by what it wrote */
     uint64_t rebalance_budget;    /* bytes the rebalancer's last pass could move (rate times
                                    * the time since the pass before) */
     uint64_t chunks_reused;       /* chunks of chunked allocations mapped from the pool of

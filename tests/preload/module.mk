@@ -11,6 +11,7 @@
 #   $(O)/tests/preload/filecopy       loads a model file as programs do (mmap, pread, staging)
 #   $(O)/tests/preload/ipc_peer       one side of a legacy CUDA IPC exchange between processes
 #   $(O)/tests/preload/pool_probe     chunked allocations freed and made again (pooled chunks)
+#   $(O)/tests/preload/collector_probe the heat policy on heat written into its region by a collector
 #   $(O)/tests/preload/vmm_retain     cuMemRetainAllocationHandle on chunked memory and own handles
 #   $(O)/tests/preload/nvml_linked    NVML's memory answers beside cuMemGetInfo's, linked with
 #   $(O)/tests/preload/nvml_dlopen    libnvidia-ml.so.1, or reaching it with dlopen and dlsym
@@ -69,6 +70,11 @@ $(PRELOAD_TEST_DIR)/pool_probe: $(O)/obj/tests/preload/pool_probe.o $(O)/obj/tes
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) $(filter %.o,$^) -o $@ $(PRELOAD_TEST_LINK)
 
+$(PRELOAD_TEST_DIR)/collector_probe: $(O)/obj/tests/preload/collector_probe.o $(O)/obj/tests/preload/probe_util.o \
+    $(O)/lib/simcuda/libcuda.so.1 | $(PRELOAD_TEST_KERNELS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) $(filter %.o,$^) -o $@ $(PRELOAD_TEST_LINK)
+
 $(PRELOAD_TEST_DIR)/vmm_retain: $(O)/obj/tests/preload/vmm_retain.o $(O)/obj/tests/preload/probe_util.o \
     $(O)/obj/tools/tiermem-stat/stats_read.o $(O)/obj/tools/tiermem-stat/heat_view.o $(O)/obj/policy/heat.o \
     $(O)/lib/simcuda/libcuda.so.1 | $(PRELOAD_TEST_KERNELS)
@@ -114,6 +120,7 @@ TEST_SCRIPTS += $(sort $(wildcard tests/preload/test_*.sh))
 test-progs: $(PRELOAD_TEST_DIR)/probe $(PRELOAD_TEST_DIR)/doors $(PRELOAD_TEST_DIR)/heat_probe \
             $(PRELOAD_TEST_DIR)/serving $(PRELOAD_TEST_DIR)/devices $(PRELOAD_TEST_DIR)/filecopy $(PRELOAD_TEST_DIR)/migrate_stress \
             $(PRELOAD_TEST_DIR)/ipc_peer $(PRELOAD_TEST_DIR)/pool_probe $(PRELOAD_TEST_DIR)/vmm_retain \
+            $(PRELOAD_TEST_DIR)/collector_probe \
             $(PRELOAD_TEST_DIR)/nvml_linked $(PRELOAD_TEST_DIR)/nvml_dlopen \
             $(PRELOAD_TEST_KERNELS) \
             $(O)/lib/libtiermem.so $(O)/bin/tiermem-stat

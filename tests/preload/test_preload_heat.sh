@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The `launch` heat source on a program with a known access pattern (heat_probe): the
 # ranking of its allocations, their classes, heat per chunk, the sources line at start-up,
-# TIERMEM_HEAT=off and bad values, tiermem-stat --heat and --json, and a stats region of
+# TIERMEM_HEAT=off and bad values, tiermem-stat --heat and --json, the heat policy taking
+# a collector's fresh heat from the region (collector_probe), and a stats region of
 # another layout version refused in one clear line.
 source "$(dirname "$0")/../lib/tap.sh"
 source "$(dirname "$0")/preload_lib.sh"
@@ -67,6 +68,21 @@ check "TIERMEM_HEAT=off says so at start-up" grep -q '^tiermem: heat: off (TIERM
 check_eq "with heat off, nothing is sampled" "$(jq -r .heat_samples <<<"$HOLD_JSON")" 0
 check_eq "with heat off, allocations have no chunk heat" \
   "$(jq -r '[.allocations[].chunk_heat | length] | add' <<<"$HOLD_JSON")" 0
+
+# --- the heat policy takes a collector's heat from the region while it is fresh
+# (collector_probe plays the collector: launch heat says `a`, the collector says `b`)
+out=$(env SIMCUDA_MEM=6M TIERMEM_POLICY=heat TIERMEM_STREAM=off TIERMEM_HEAT_SAMPLE=1 TIERMEM_LEDGER=off \
+  TIERMEM_STATS="$SCRATCH/collector.stats" LD_PRELOAD="$(preload_value "$LIBTIERMEM")" \
+  "$B/tests/preload/collector_probe" "$SCRATCH/collector.stats" 2>&1)
+check_eq "collector: the probe ran to its end" "$?" 0
+sed 's/^/# /' <<<"$out"
+check "collector: a starts in HBM, b below it" grep -q '^start a=2,0 b=0,2$' <<<"$out"
+check "collector: by launch heat alone, a (launched at) stays in HBM" grep -q '^launch a=2,0 b=0,2$' <<<"$out"
+check "collector: heat from a collector whose last write is 6 s old is not taken" \
+  grep -q '^stale a=2,0 b=0,2$' <<<"$out"
+check "collector: fresh collector heat brings b up and a down (its NaN and -inf counts read as none)" \
+  grep -q '^fresh a=0,2 b=2,0$' <<<"$out"
+check "collector: both allocations kept their bytes through the moves" grep -q '^bytes 1 2$' <<<"$out"
 
 # --- a bad value: one line, pass-through
 out=$(under_tiermem TIERMEM_HEAT=perf -- "$PROBE" exit 0 2>&1)

@@ -21,7 +21,7 @@
  * CAP_BPF + CAP_PERFMON; each source that cannot attach is named with its reason in one
  * line. When the target has libtiermem.so, its stats region gives the allocations' exact
  * extents, and the heat measured is written into it (the process leaves heat to the
- * collector meanwhile); allocations made through the driver after attaching are learnt
+ * collector meanwhile, and its heat policy ranks chunks by what the collector wrote); allocations made through the driver after attaching are learnt
  * from return probes on cuMemAlloc_v2/cuMemAllocAsync; the rest are inferred from runs of
  * touched chunks and marked so.
  * Exit status: 0, 1 bad arguments, 2 the target could not be found or started, 3 eBPF

@@ -1,6 +1,7 @@
 /* region_write.h — tiermem-heat writing the heat it measures into the stats region of a
  * target under libtiermem.so, so the process (and tiermem-stat) get eBPF-grade heat from
- * a collector beside it. The process leaves heat to the collector while it writes. */
+ * a collector beside it. The process leaves heat to the collector while it writes, and
+ * ranks chunks for the heat policy by it. */
 #ifndef TM_HEAT_REGION_WRITE_H
 #define TM_HEAT_REGION_WRITE_H
 
