@@ -247,19 +247,24 @@ want vocab && {
 
 # ------------------------------------------------------------------ the KV pool under TIERMEM_MEMINFO=virtual
 # A server's shape: 16 sequences of about 130 tokens decoding together, full multi-head
-# attention with f32 KV (8 KiB a token over 4 layers), so that the KV bytes a step reads
-# (about 19 MiB) are close to the weights (29 MiB, 1.2x a 24 MiB device); an 8192-token
-# vocabulary whose embedding (8 MiB, loaded first) is read a row per token. The engine
-# sizes its pool from cuMemGetInfo (0.9 of free, at most what the sequences use, as
-# llama.cpp sizes to n_ctx): under `virtual` HBM plus DDR, under `physical` HBM's free
-# bytes, none once the weights filled it. Its bound counts what a step reads: every weight
-# but the embedding table (its rows are a sliver), and the KV of every position of every
-# sequence; what does not fit in the device crosses the link. The reference row is `size`
-# with the embedding placed in DDR by a rule (TIERMEM_RULES), the placement a policy that
-# knew what each chunk holds would reach. KV in HBM: the share of the pool's chunks in HBM
-# in the last stats sample before exit (the pool holds only blocks in use by then).
-KV_MIB=24 KV_SEQS=16 KV_TOKEN_BYTES=$((4 * 2 * 256 * 4))
-"$MK" -o "$T/kv.gguf" --layers 4 --vocab 8192 --dim 256 --heads 4 --kv-heads 4 --ffn 768 --type f32 | sed 's/^/# kv: /'
+# attention with f32 KV (16 KiB a token over 4 layers), so that the KV bytes a step reads
+# (about 42 MiB) are close to the weights but the embedding (60 MiB); a 512-wide model
+# whose matrices (1 to 8 MiB) span chunks as a real model's do, on a 64 MiB device, where
+# TIERMEM_STREAM=auto takes the ring; a 4096-token vocabulary whose embedding (8 MiB,
+# loaded first) is read a row per token. The engine sizes its pool from cuMemGetInfo (0.9
+# of free, at most what the sequences use, as llama.cpp sizes to n_ctx): under `virtual`
+# HBM plus DDR, under `physical` HBM's free bytes, none once the weights filled it. Its
+# bound counts what a step reads: every weight but the embedding table (its rows are a
+# sliver), and the KV of every position of every sequence; what does not fit in the device
+# crosses the link. The reference row is `size` with the embedding placed in DDR by a rule
+# (TIERMEM_RULES): the best any placement reaches with every spilled byte read in place.
+# `heat` can pass it only by streaming: weights through the copy engines, KV kept in HBM.
+# KV in HBM: the share of the pool's chunks in HBM in the last stats sample before exit
+# (the pool holds only blocks in use by then).
+KV_MIB=64 KV_SEQS=16 KV_DIM=512 KV_LAYERS=4 KV_VOCAB=4096
+KV_TOKEN_BYTES=$((KV_LAYERS * 2 * KV_DIM * 4))
+"$MK" -o "$T/kv.gguf" --layers $KV_LAYERS --vocab $KV_VOCAB --dim $KV_DIM --heads 8 --kv-heads 8 --ffn 1536 \
+  --type f32 | sed 's/^/# kv: /'
 for i in $(seq 1 $KV_SEQS); do for j in $(seq 1 30); do printf 'once upon a time '; done; echo "$i"; done >"$T/prompts-kv"
 
 # run_kv VIEW POLICY [ENV...] -> the run's stderr in $T/kv.err, the last stats sample in $T/kv.json
@@ -283,7 +288,8 @@ run_kv() {
 want kv && {
   printf '\n%s, KV pool sized from free memory: %d sequences of about 130 tokens, f32 KV, decode batch 16\n' \
     "$first" $KV_SEQS
-  printf '(29 MiB of weights, device %d MiB, %d warm-up steps left out)\n' $KV_MIB $KV_WARMUP
+  printf '(%s of weights, device %d MiB, %d warm-up steps left out)\n' \
+    "$(awk -v w="$(stat -c %s "$T/kv.gguf")" 'BEGIN { printf "%.0f MiB", w / 1048576 }')" $KV_MIB $KV_WARMUP
   printf '%-10s %-14s %9s %8s %10s %10s %8s %10s\n' meminfo policy kv_blocks "kv MiB" "KV MiB/step" "step ms" \
     "/ bound" "KV in HBM"
   declare -A kstep
@@ -294,7 +300,7 @@ want kv && {
   kv_read=$(awk -v p="$p" -v s=$KV_SEQS -v n=$((KV_WARMUP + DECODE / 2 + 1)) -v t=$KV_TOKEN_BYTES \
     'BEGIN { printf "%d", (p + s * n) * t }')
   bound=$(awk -v hbm="$(param "$first" hbm_gbps)" -v link="$(param "$first" h2d_gbps)" -v tf="$(param "$first" tflops)" \
-      -v w="$w" -v embd=$((8192 * 256 * 4)) -v kv="$kv_read" -v s=$KV_SEQS -v dev=$((KV_MIB << 20)) 'BEGIN {
+      -v w="$w" -v embd=$((KV_VOCAB * KV_DIM * 4)) -v kv="$kv_read" -v s=$KV_SEQS -v dev=$((KV_MIB << 20)) 'BEGIN {
     read = w - embd + kv; spill = read - dev; if (spill < 0) spill = 0
     t = (read - spill) / (hbm * 1e6); l = spill / (link * 1e6); c = 2 * (w / 4) * s / (tf * 1e9)
     if (l > t) t = l; if (c > t) t = c; printf "%.6f", t }')
@@ -312,7 +318,7 @@ want kv && {
     kstep[$view.$policy]=$step
     same_tokens "KV pool, $view $policy" "$ref" "$(grep 'generated ids:' "$T/kv.err" | md5sum | cut -c1-12)"
     # the pool: allocations of kv_bytes / (2 x layers) that hold no model-file tensor
-    share=$(awk -v size=$(($(field kv_bytes "$T/kv.err") / 8)) '
+    share=$(awk -v size=$(($(field kv_bytes "$T/kv.err") / (2 * KV_LAYERS))) '
       index($0, "\"size\":" size ",") && index($0, "\"tensor\":null") {
         match($0, /"hbm":[0-9]+/); h += substr($0, RSTART + 6, RLENGTH - 6)
         match($0, /"ddr":[0-9]+/); n += substr($0, RSTART + 6, RLENGTH - 6)
