@@ -259,8 +259,8 @@ want vocab && {
 # crosses the link. The reference row is `size` with the embedding placed in DDR by a rule
 # (TIERMEM_RULES): the best any placement reaches with every spilled byte read in place.
 # `heat` can pass it only by streaming: weights through the copy engines, KV kept in HBM.
-# KV in HBM: the share of the pool's chunks in HBM in the last stats sample before exit
-# (the pool holds only blocks in use by then).
+# KV in HBM: the share of the pool's chunks in HBM in the last stats sample that holds
+# every allocation (the pool holds only blocks in use by then).
 KV_MIB=64 KV_SEQS=16 KV_DIM=512 KV_LAYERS=4 KV_VOCAB=4096
 KV_TOKEN_BYTES=$((KV_LAYERS * 2 * KV_DIM * 4))
 "$MK" -o "$T/kv.gguf" --layers $KV_LAYERS --vocab $KV_VOCAB --dim $KV_DIM --heads 8 --kv-heads 8 --ffn 1536 \
@@ -277,9 +277,13 @@ run_kv() {
   env "${env[@]}" "$@" "$LLM" -m "$T/kv.gguf" --prompts-file "$T/prompts-kv" -n $((KV_WARMUP + DECODE + 1)) \
     --warmup $KV_WARMUP --kv-dtype f32 -v >/dev/null 2>"$T/kv.err" &
   pid=$!
+  local most=0 n
+  # the last sample that holds every allocation: the engine frees its memory before it exits
   while kill -0 $pid 2>/dev/null; do
-    "$STAT" --json $pid >"$T/kv.sample" 2>/dev/null && grep -q '"state":"running"' "$T/kv.sample" &&
-      cp "$T/kv.sample" "$T/kv.json"
+    if "$STAT" --json $pid >"$T/kv.sample" 2>/dev/null && grep -q '"state":"running"' "$T/kv.sample"; then
+      n=$(grep -o '"address"' "$T/kv.sample" | wc -l)
+      [ "$n" -ge "$most" ] && most=$n && cp "$T/kv.sample" "$T/kv.json"
+    fi
     sleep 0.2
   done
   wait $pid
