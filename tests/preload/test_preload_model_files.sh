@@ -71,23 +71,29 @@ done
 
 # -------------------------------------------------------------- the engine, unmodified
 llm=$B/bin/tiermem-llm
-# 32 sequences decode together, so the run decodes for about a second after its weights
-# are named: the window in which the live region is read (the reference runs the same).
+# The engine is held at its first kernel launch, after every weight is loaded
+# (SIMCUDA_HOLD), while the live region is read; then it decodes 32 sequences (the
+# reference runs the same).
 for _ in $(seq 32); do echo "Once upon a time"; done > "$S/prompts.txt"
-run_engine() {  # run_engine NAME ENV... : -n 48 in the background, stats at $S/NAME.stats
+run_engine() {  # run_engine NAME ENV... : -n 48 in the background, held, stats at $S/NAME.stats
   local name=$1; shift
-  env SIMCUDA_MEM=1G "$@" TIERMEM_STATS="$S/$name.stats" LD_PRELOAD="$(preload_value "$LIBTIERMEM")" \
+  ENGINE_GO=$S/$name.go
+  env SIMCUDA_MEM=1G SIMCUDA_HOLD=1:"$ENGINE_GO" "$@" TIERMEM_STATS="$S/$name.stats" \
+    LD_PRELOAD="$(preload_value "$LIBTIERMEM")" \
     "$llm" -m "$S/m.gguf" --prompts-file "$S/prompts.txt" -n 48 -v > /dev/null 2> "$S/$name.err" &
   ENGINE_PID=$!
 }
-# Polls the live region until the last weight is named (the engine then decodes for a while).
+# Polls the live region until the last weight is named, then lets the engine go on.
 named_json() {
+  local named=1
   for _ in $(seq 1 300); do
-    "$TIERMEM_STAT" --json "$1" > "$2" 2> /dev/null && grep -q '"tensor":"blk.1.ffn_down.weight"' "$2" && return 0
-    kill -0 "$ENGINE_PID" 2> /dev/null || return 1
+    "$TIERMEM_STAT" --json "$1" > "$2" 2> /dev/null && grep -q '"tensor":"blk.1.ffn_down.weight"' "$2" &&
+      named=0 && break
+    kill -0 "$ENGINE_PID" 2> /dev/null || break
     sleep 0.1
   done
-  return 1
+  touch "$ENGINE_GO"
+  return $named
 }
 ids() { sed -n 's/^tiermem-llm: seq 0 generated ids: //p' "$1"; }
 

@@ -29,5 +29,6 @@ int child_time_abi1(void);
 int child_managed_api(void);
 int child_managed_sweeps(void);
 int child_ipc_export_and_exit(void);
+int child_hold_launch(void);
 
 #endif /* TESTS_SIMCUDA_SIMCUDA_ONLY_H */

@@ -28,6 +28,7 @@ static const struct child_case child_cases[] = {
     {"managed_api", child_managed_api},
     {"managed_sweeps", child_managed_sweeps},
     {"ipc_export_and_exit", child_ipc_export_and_exit},
+    {"hold_launch", child_hold_launch},
 };
 
 int main(int argc, char **argv)

@@ -1,13 +1,16 @@
 /* test_simcuda_env.c — what only simcuda has: its identity, the SIMCUDA_MEM capacity, the
- * HOST_NUMA nodes it accepts (SIMCUDA_NUMA_NODES), SIMCUDA_HOST_NUMA_VMM, and the way it
- * answers functions it does not implement. Settings are read when the driver
+ * HOST_NUMA nodes it accepts (SIMCUDA_NUMA_NODES), SIMCUDA_HOST_NUMA_VMM, a launch held
+ * until a file appears (SIMCUDA_HOLD), and the way it answers functions it does not
+ * implement. Settings are read when the driver
  * initialises, so every case that sets one runs in a process of its own.
  * The contract is issue 2 and the README's simcuda table.
  */
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cudaTypedefs.h>
@@ -514,6 +517,83 @@ static void unimplemented_functions_say_so_once(void **state)
 }
 
 /* =======================================================================================
+ * SIMCUDA_HOLD
+ * ==================================================================================== */
+
+static void *create_later(void *path)
+{
+    sleep_ms(300);
+    FILE *f = fopen(path, "w");
+    if (f)
+        fclose(f);
+    return NULL;
+}
+
+/* SIMCUDA_HOLD=2:PATH: the first launch runs at once, the second waits until PATH exists
+ * (a thread creates it 300 ms later), then runs as any other. */
+int child_hold_launch(void)
+{
+    const char *setting = getenv("SIMCUDA_HOLD");
+    const char *path = setting ? strchr(setting, ':') : NULL;
+    CUdevice dev;
+    if (!path || child_start(&dev))
+        return child_failures + !path;
+    path++;
+    struct test_module tm;
+    load_test_module(&tm);
+    CUdeviceptr out;
+    uint32_t n = 4, base = 10, got[4] = {0};
+    child_expect_cu(cuMemAlloc(&out, sizeof got), CUDA_SUCCESS);
+    void *params[] = {&out, &n, &base};
+    double t0 = now_ms();
+    child_expect_cu(cuLaunchKernel(tm.fill_u32, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL), CUDA_SUCCESS);
+    double t1 = now_ms();
+    pthread_t thread;
+    child_expect(pthread_create(&thread, NULL, create_later, (void *)path) == 0, "a thread");
+    base = 20;
+    child_expect_cu(cuLaunchKernel(tm.fill_u32, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL), CUDA_SUCCESS);
+    double t2 = now_ms();
+    pthread_join(thread, NULL);
+    child_expect(t1 - t0 < 250, "the first launch waited %.0f ms", t1 - t0);
+    child_expect(t2 - t1 >= 250, "the second launch ran after %.0f ms, before the file appeared", t2 - t1);
+    child_expect_cu(cuMemcpyDtoH(got, out, sizeof got), CUDA_SUCCESS);
+    child_expect(got[0] == 20 && got[3] == 23, "the held launch ran: %u %u", got[0], got[3]);
+    unlink(path);
+    return child_failures;
+}
+
+static void hold_waits_for_the_file(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/simcuda-hold.XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char setting[128];
+    snprintf(setting, sizeof setting, "SIMCUDA_HOLD=2:%s/go", dir);
+    const char *env[] = {setting, NULL};
+    assert_child_passes("hold_launch", env);
+    rmdir(dir);
+}
+
+/* A value that is not LAUNCH:PATH stops cuInit with one line naming SIMCUDA_HOLD. */
+static void hold_bad_value_is_reported(void **state)
+{
+    (void)state;
+    static const char *const settings[] = {"SIMCUDA_HOLD=0:/tmp/go", "SIMCUDA_HOLD=2", "SIMCUDA_HOLD=x:/tmp/go",
+                                           "SIMCUDA_HOLD=3:", "SIMCUDA_HOLD=-1:/tmp/go"};
+    for (size_t i = 0; i < sizeof settings / sizeof settings[0]; i++) {
+        const char *env[] = {settings[i], NULL};
+        static char output[1 << 16];
+        int status = run_child("report_init", env, output, sizeof output);
+        if (status != 0 || !strstr(output, "SIMCUDA_HOLD=") || !strstr(output, "is not LAUNCH:PATH") ||
+            lines_containing(output, "SIMCUDA_HOLD") != 1 || !strstr(output, "CUDA_ERROR_INVALID_VALUE")) {
+            print_error("with %s: status %d; expected one line naming SIMCUDA_HOLD and a refused cuInit:\n%s\n",
+                        settings[i], status, output);
+            fail();
+        }
+    }
+}
+
+/* =======================================================================================
  * Groups
  * ==================================================================================== */
 
@@ -533,6 +613,8 @@ int run_simcuda_env_tests(void)
         conformance_test(numa_nodes_bad_value_is_reported),
         conformance_test(host_numa_vmm_switch),
         conformance_test(unimplemented_functions_say_so_once),
+        conformance_test(hold_waits_for_the_file),
+        conformance_test(hold_bad_value_is_reported),
     };
     int failed = 0;
     failed += cmocka_run_group_tests_name("simcuda identity", in_process, setup_primary_context,

@@ -65,6 +65,8 @@ typedef struct sim_config {
     bool async;                             /* SIMCUDA_ASYNC: streams run on worker threads */
     sim_fail_rule fail[SIM_MAX_FAIL_RULES]; /* SIMCUDA_FAIL */
     int fail_count;
+    uint64_t hold_launch;                   /* SIMCUDA_HOLD: the launch that waits (0: none) */
+    char hold_path[256];                    /* ... until this file exists */
     sim_uvm_params uvm;                     /* SIMCUDA_UVM_*: the managed-memory model */
 } sim_config;
 
@@ -384,6 +386,10 @@ bool sim_graph_capture_refuses(sim_stream *stream);
 void sim_event_release(sim_event *event);
 
 /* ---------------------------------------------------------------- fault injection */
+
+/* SIMCUDA_HOLD: kernel launch number `n` (from 1, over the process) waits before it runs
+ * until the configured file exists, so a test can look at a program held at a known point. */
+void sim_hold_launch(uint64_t n);
 
 /* True when this call of `name` is one SIMCUDA_FAIL makes fail; *error is what it returns. */
 bool sim_fail_inject(const char *name, CUresult *error);

@@ -401,11 +401,11 @@ static CUresult launch_kernel(CUfunction handle, unsigned gx, unsigned gy, unsig
     const char *name = function ? function->name : NULL;
     const simcuda_params *table = function ? function->params : NULL;
     int abi = function ? function->module->abi : 1;
-    if (result == CUDA_SUCCESS)
-        sim.launches++;
+    uint64_t number = result == CUDA_SUCCESS ? ++sim.launches : 0;
     sim_unlock();
     if (result != CUDA_SUCCESS)
         return result;
+    sim_hold_launch(number);
     simcuda_launch launch = {
         .grid = { gx, gy, gz },
         .block = { bx, by, bz },

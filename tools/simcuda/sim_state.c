@@ -274,6 +274,20 @@ static bool parse_capacities(const char *text, sim_config *config)
     return true;
 }
 
+/* SIMCUDA_HOLD=LAUNCH:PATH */
+static bool parse_hold(const char *value, sim_config *config)
+{
+    char *end;
+    errno = 0;
+    unsigned long long n = strtoull(value, &end, 10);
+    if (end == value || *end != ':' || errno || n == 0 || value[0] == '-' || !end[1] ||
+        strlen(end + 1) >= sizeof config->hold_path)
+        return false;
+    config->hold_launch = n;
+    snprintf(config->hold_path, sizeof config->hold_path, "%s", end + 1);
+    return true;
+}
+
 CUresult sim_config_load(sim_config *config)
 {
     memset(config, 0, sizeof *config);
@@ -325,6 +339,11 @@ CUresult sim_config_load(sim_config *config)
     if ((value = getenv("SIMCUDA_FAIL")) && *value && !parse_fail_rules(value, config)) {
         sim_log("SIMCUDA_FAIL='%s' is not a list of FUNCTION:N[:ERROR] (a driver function, the call that fails "
                 "counting from 1, a CUDA_ERROR_* name; e.g. cuMemCreate:3,cuMemMap:1:CUDA_ERROR_INVALID_VALUE)", value);
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    if ((value = getenv("SIMCUDA_HOLD")) && *value && !parse_hold(value, config)) {
+        sim_log("SIMCUDA_HOLD='%s' is not LAUNCH:PATH (the kernel launch that waits, counting from 1, and the "
+                "file whose creation lets it run, under 256 bytes; e.g. 1:/tmp/go)", value);
         return CUDA_ERROR_INVALID_VALUE;
     }
     if ((value = getenv("SIMCUDA_LOG")) && *value) {
