@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # KV heat per chunk, by simcuda's touch probes: two sequences in one batch, the first
-# stopping after 100 tokens, the second running on to 600. KV blocks of 2048 positions in
-# f32 are 2 MiB each, one chunk: the first sequence's block is chunk 0 of every K and V
+# stopping after 100 tokens, the second running on to 1200 (over a second and a half of
+# decoding alone on a fast machine: three half-lives of 0.5 s). KV blocks of 2048 positions
+# in f32 are 2 MiB each, one chunk: the first sequence's block is chunk 0 of every K and V
 # pool (the pool hands out low block ids first), the second's chunk 1. Once the first
 # sequence is done its chunks cool while the running sequence's stay hot.
 source "$(dirname "$0")/../lib/tap.sh"
@@ -14,10 +15,10 @@ need_ebpf
 printf 'the quick brown fox\nonce upon a time\n' >"$T/prompts"
 "$HEAT" --json --interval 0.1 --halflife 0.5 --read-only --stats "$T/stats" --record "$T/kv.rec" -- sh -c "exec env \
   LD_PRELOAD='$(preload_value "$B/lib/libtiermem.so")' TIERMEM_MIN_TIERED=64K TIERMEM_STATS='$T/stats' \
-  '$LLM' -m '$T/m.gguf' --prompts-file '$T/prompts' -n 100,600 --threads 1 --kv-dtype f32 --block-size 2048 \
+  '$LLM' -m '$T/m.gguf' --prompts-file '$T/prompts' -n 100,1200 --threads 1 --kv-dtype f32 --block-size 2048 \
   --kv-blocks 2 >'$T/llm.out' 2>'$T/llm.err'" >"$T/kv.json" 2>"$T/kv.err"
 check_eq "tiermem-heat ran to the end of the engine" "$?" 0
-check "the engine ran both sequences, 700 tokens" grep -q 'sequences=2 .*generated_tokens=700 ' "$T/llm.err"
+check "the engine ran both sequences, 1300 tokens" grep -q 'sequences=2 .*generated_tokens=1300 ' "$T/llm.err"
 check "the touch probes were attached" grep -q 'touch probes on' "$T/kv.err"
 
 # address of each K and V pool (2 blocks of 2 MiB)
