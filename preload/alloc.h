@@ -38,6 +38,9 @@ typedef struct tm_alloc {
     bool ipc_pinned;        /* exported with cuIpcGetMemHandle: its chunks never move, so
                              * importers keep seeing the same memory (set under the
                              * migration lock) */
+    bool graph_pinned;      /* a launch captured into a CUDA graph points into it: the file
+                             * tier never drops its chunks, since a replay's parameters are
+                             * never seen (set under the migration lock) */
 } tm_alloc;
 
 /* How an allocation request is served. */

@@ -19,6 +19,7 @@
 #include "preload/migrate.h"
 #include "preload/registry.h"
 #include "preload/stats.h"
+#include "preload/stream_free.h"
 
 #define RING_DEPTH 8
 #define OPEN_FILES_MAX 64          /* model files kept open for read-backs */
@@ -39,6 +40,7 @@ struct tm_file_chunks {
 };
 
 uint64_t tm_file_tier_dropped_now;
+bool tm_file_tier_on;
 static bool enabled;
 static tm_device *tier_device;
 static uint64_t epoch;             /* drops so far */
@@ -69,6 +71,7 @@ void tm_file_tier_start(tm_device *device)
     }
     tier_device = device;
     __atomic_store_n(&enabled, true, __ATOMIC_RELEASE);
+    __atomic_store_n(&tm_file_tier_on, true, __ATOMIC_RELEASE);
     __atomic_store_n(&tm_stats->file_tier, 1, __ATOMIC_RELAXED);
     tm_info("file tier: chunks copied whole from a model file give their memory back when every tier is full");
 }
@@ -292,8 +295,9 @@ static bool victim(uint64_t before, tm_file_chunks **which, uint64_t *index)
     uint64_t best = 0;
     for (size_t t = 0; t < tracked_count; t++) {
         tm_file_chunks *c = tracked[t];
-        if (__atomic_load_n(&c->alloc->ipc_pinned, __ATOMIC_RELAXED))
-            continue; /* exported: importers map its chunks, which must stay */
+        if (__atomic_load_n(&c->alloc->ipc_pinned, __ATOMIC_RELAXED) ||
+            __atomic_load_n(&c->alloc->graph_pinned, __ATOMIC_RELAXED))
+            continue; /* exported (importers map its chunks), or in a graph: they must stay */
         for (uint64_t i = 0; i < c->count; i++) {
             file_chunk *k = &c->chunk[i];
             if (k->file && !k->dropped && k->used < before && (!found || k->used > best)) {
@@ -498,6 +502,48 @@ CUresult tm_file_tier_prepare_launch(CUfunction f, void **params, void **extra, 
         if (a)
             needs[count++] = (need){ a, 0, a->file->count };
     }
+    uint64_t now = __atomic_add_fetch(&clock_now, 1, __ATOMIC_RELAXED);
+    CUresult r = count ? read_back_all(needs, count, now) : CUDA_SUCCESS;
+    *epoch_out = __atomic_load_n(&epoch, __ATOMIC_ACQUIRE);
+    tm_migrate_unlock();
+    return r;
+}
+
+bool tm_file_tier_note_capture_slow(CUfunction f, CUstream stream, bool per_thread, void **params, void **extra)
+{
+    if (!tm_stream_capturing(stream, per_thread))
+        return false;
+    uint64_t values[TM_LAUNCH_MAX_POINTERS];
+    size_t n = tm_launch_pointers(f, params, extra, values);
+    tm_migrate_lock();
+    for (size_t i = 0; i < n; i++) {
+        tm_alloc *a = NULL;
+        if (values[i] && tm_registry_find(values[i], take_alloc, &a) && a->backing &&
+            !__atomic_exchange_n(&a->graph_pinned, true, __ATOMIC_RELAXED))
+            tm_log_once(TM_LOG_INFO, "file tier: memory that launches captured into a graph point into keeps its "
+                                     "chunks from then on (a replay's parameters are not seen)");
+    }
+    tm_migrate_unlock();
+    return true;
+}
+
+CUresult tm_file_tier_prepare_graph(uint64_t *epoch_out)
+{
+    tm_migrate_lock();
+    need needs[64];
+    size_t count = 0;
+    pthread_mutex_lock(&file_lock);
+    for (size_t t = 0; t < tracked_count && count < sizeof needs / sizeof *needs; t++) {
+        tm_file_chunks *c = tracked[t];
+        if (!__atomic_load_n(&c->alloc->graph_pinned, __ATOMIC_RELAXED))
+            continue;
+        bool dropped = false;
+        for (uint64_t i = 0; i < c->count && !dropped; i++)
+            dropped = c->chunk[i].dropped;
+        if (dropped)
+            needs[count++] = (need){ c->alloc, 0, c->count };
+    }
+    pthread_mutex_unlock(&file_lock);
     uint64_t now = __atomic_add_fetch(&clock_now, 1, __ATOMIC_RELAXED);
     CUresult r = count ? read_back_all(needs, count, now) : CUDA_SUCCESS;
     *epoch_out = __atomic_load_n(&epoch, __ATOMIC_ACQUIRE);

@@ -21,9 +21,12 @@
  * only if no drop happened since its chunks were read back (else it reads them again).
  *
  * The read-back waits for storage: on simcuda it is charged to the time model with
- * simcuda_storage_read at the profile's NVME_GBPS. Not covered: memory a kernel reaches
- * through pointers stored in device memory, and CUDA graphs (a dropped chunk is read back
- * only for launches and copies the hooks see). */
+ * simcuda_storage_read at the profile's NVME_GBPS. The allocations a launch captured into
+ * a CUDA graph points into are never dropped again (a replay's parameters are never seen);
+ * what was dropped of them before is read back before the next graph launch, since the
+ * capture itself may not synchronise. Not covered: memory a kernel
+ * reaches through pointers stored in device memory, and graphs built node by node
+ * (cuGraphAddKernelNode), whose launches the hooks do not see. */
 #ifndef TM_PRELOAD_FILE_TIER_H
 #define TM_PRELOAD_FILE_TIER_H
 
@@ -64,6 +67,24 @@ CUresult tm_file_tier_prepare_range(CUdeviceptr address, uint64_t bytes, uint64_
  * one that made room to read the second back, sends the caller round again). */
 CUresult tm_file_tier_prepare_copy(CUdeviceptr dst, CUdeviceptr src, uint64_t bytes, uint64_t *epoch);
 
+/* Before a launch on `stream` (`per_thread`: a _ptsz launch), while the tier is on (the
+ * fast path costs one load otherwise): true when the stream is capturing a graph. The
+ * chunked allocations the parameters point into are then pinned (graph_pinned), and the
+ * launch must go without read-backs, whose synchronisation would end the capture: the
+ * graph's launches read them back (tm_file_tier_prepare_graph). */
+extern bool tm_file_tier_on;
+bool tm_file_tier_note_capture_slow(CUfunction f, CUstream stream, bool per_thread, void **params, void **extra);
+static inline bool tm_file_tier_note_capture(CUfunction f, CUstream stream, bool per_thread, void **params,
+                                             void **extra)
+{
+    return __atomic_load_n(&tm_file_tier_on, __ATOMIC_RELAXED) &&
+           tm_file_tier_note_capture_slow(f, stream, per_thread, params, extra);
+}
+
+/* Before a graph launch: reads back every dropped chunk of the pinned allocations (a
+ * capture saw them dropped; once read back they stay); *epoch as for launches. */
+CUresult tm_file_tier_prepare_graph(uint64_t *epoch);
+
 /* True when no chunk was dropped since `epoch` (call with the gate entered). */
 bool tm_file_tier_epoch_holds(uint64_t epoch);
 
@@ -101,6 +122,7 @@ void tm_file_tier_forget_in_child(void);
     })
 #define TM_FILE_GATED_LAUNCH(f, params, extra, call) \
     TM_FILE_GATED_(tm_file_tier_prepare_launch(f, params, extra, &tm_file_epoch_), call)
+#define TM_FILE_GATED_GRAPH(call) TM_FILE_GATED_(tm_file_tier_prepare_graph(&tm_file_epoch_), call)
 #define TM_FILE_GATED_RANGE(address, bytes, call) \
     TM_FILE_GATED_(tm_file_tier_prepare_range(address, bytes, &tm_file_epoch_), call)
 #define TM_FILE_GATED_COPY(dst, src, bytes, call) \

@@ -1,6 +1,7 @@
 /* hook_launch.c — kernel launches pass straight through, counted. Chunked memory needs
  * nothing here (its addresses are device addresses like any other) unless the file tier
- * dropped chunks a launch's parameters point into: they are read back first (file_tier.h).
+ * dropped chunks a launch's parameters point into: they are read back first, and those of
+ * a launch captured into a graph are never dropped again (file_tier.h).
  * The first launch ends the managed baseline's loading phase (managed.h); the `launch`
  * heat source reads the parameters of sampled launches (heat_launch.h) before they go;
  * every so many launches the heat policy runs a pass first (rebalancer.h); while chunks
@@ -14,14 +15,17 @@
 #include "preload/rebalancer.h"
 #include "preload/stream_ring.h"
 
-/* The gated launch `call` on `stream`, its dropped chunks read back, with the ring around it. */
-#define TM_LAUNCH(stream, per_thread, params, extra, call)                                     \
-    ({                                                                                         \
-        bool tm_streamed_ = tm_stream_before_launch(f, (stream), (per_thread), (params), (extra)); \
-        CUresult tm_launched_ = TM_FILE_GATED_LAUNCH(f, (params), (extra), call);              \
-        if (tm_streamed_)                                                                      \
-            tm_stream_after_launch((stream), (per_thread), tm_launched_);                      \
-        tm_launched_;                                                                          \
+/* The gated launch `call` on `stream`, its dropped chunks read back (but while a graph
+ * captures it: file_tier.h), with the ring around it. */
+#define TM_LAUNCH(stream, per_thread, params, extra, call)                                          \
+    ({                                                                                              \
+        bool tm_captured_ = tm_file_tier_note_capture(f, (stream), (per_thread), (params), (extra)); \
+        bool tm_streamed_ = tm_stream_before_launch(f, (stream), (per_thread), (params), (extra));   \
+        CUresult tm_launched_ = tm_captured_ ? TM_GATED(call)                                       \
+                                             : TM_FILE_GATED_LAUNCH(f, (params), (extra), call);    \
+        if (tm_streamed_)                                                                           \
+            tm_stream_after_launch((stream), (per_thread), tm_launched_);                           \
+        tm_launched_;                                                                               \
     })
 
 CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
@@ -85,11 +89,11 @@ CUresult CUDAAPI cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction 
 CUresult CUDAAPI cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream)
 {
     TM_HOOK_ENTER(cuGraphLaunch);
-    return TM_GATED(tm_real.cuGraphLaunch(hGraphExec, hStream));
+    return TM_FILE_GATED_GRAPH(tm_real.cuGraphLaunch(hGraphExec, hStream));
 }
 
 CUresult CUDAAPI cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream)
 {
     TM_HOOK_ENTER(cuGraphLaunch_ptsz);
-    return TM_GATED(tm_real.cuGraphLaunch_ptsz(hGraphExec, hStream));
+    return TM_FILE_GATED_GRAPH(tm_real.cuGraphLaunch_ptsz(hGraphExec, hStream));
 }

@@ -18,6 +18,12 @@
  *   filecopy import FILE DIR      opens DIR/handle and compares the memory with the file:
  *       "importer: open RESULT", "importer: every byte equal" (or where they differ)
  *
+ *   filecopy graph FILE           copies every tensor in from a mapping; captures into a CUDA
+ *       graph a kernel that sums the bytes of the first tensor of several chunks; then three
+ *       times: sums every other tensor with ordinary launches (under the file tier their
+ *       read-backs drop chunks), replays the graph and compares its sum with the file's:
+ *       "graph: NAME of C chunks", then "graph: replay N sum equal" (or "differs")
+ *
  * The tensor table comes from the interposer's own parser (tensor_table.h), which the
  * unit tests check against the engine's reader. */
 #include <fcntl.h>
@@ -288,16 +294,96 @@ static int import_side(const char *path, const char *dir)
     return bad;
 }
 
+/* ---------------------------------------------------------------- graphs over file-tier memory */
+
+static uint64_t host_sum(const uint8_t *bytes, uint64_t n)
+{
+    uint64_t total = 0;
+    for (uint64_t i = 0; i < n; i++)
+        total += bytes[i];
+    return total;
+}
+
+static void launch_sum(CUfunction sum_bytes, CUdeviceptr data, uint64_t n, CUdeviceptr sum, CUstream stream)
+{
+    void *params[] = { &data, &n, &sum };
+    CHECK(cuLaunchKernel(sum_bytes, 1, 1, 1, 1, 1, 1, 0, stream, params, NULL));
+}
+
+static int graph_side(const char *path)
+{
+    int fd = open(path, O_RDONLY);
+    struct stat st;
+    tm_tensor_table table;
+    if (fd < 0 || fstat(fd, &st) != 0 || !load_table(fd, (uint64_t)st.st_size, &table)) return 1;
+    const uint8_t *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (map == MAP_FAILED) return 1;
+    probe_init();
+    CUmodule module;
+    CUfunction sum_bytes;
+    CHECK(cuModuleLoad(&module, TM_TEST_KERNELS));
+    CHECK(cuModuleGetFunction(&sum_bytes, module, "sum_bytes"));
+    CUdeviceptr *dptr = calloc(table.count, sizeof *dptr), sum;
+    for (uint64_t i = 0; i < table.count; i++) {
+        CHECK(cuMemAlloc(&dptr[i], table.tensor[i].size));
+        copy_in("mmap", fd, map, &table.tensor[i], dptr[i], NULL, 0);
+    }
+    CHECK(cuMemAlloc(&sum, sizeof(uint64_t)));
+    int64_t t = -1;
+    for (uint64_t i = 0; i < table.count && t < 0; i++)
+        if (table.tensor[i].size > (2u << 20))
+            t = (int64_t)i;
+    if (t < 0) {
+        printf("graph: no tensor of several chunks\n");
+        return 1;
+    }
+    const tm_tensor *g = &table.tensor[t];
+    printf("graph: %s of %llu chunks\n", g->name, (unsigned long long)((g->size + (2u << 20) - 1) >> 21));
+    CUstream stream;
+    CUgraph graph;
+    CUgraphExec exec;
+    CHECK(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+    CHECK(cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    launch_sum(sum_bytes, dptr[t], g->size, sum, stream);
+    CHECK(cuStreamEndCapture(stream, &graph));
+    CHECK(cuGraphInstantiate(&exec, graph, 0));
+    uint64_t want = host_sum(map + g->offset, g->size);
+    int bad = 0;
+    for (int replay = 1; replay <= 3; replay++) {
+        for (uint64_t i = 0; i < table.count; i++)
+            if ((int64_t)i != t)
+                launch_sum(sum_bytes, dptr[i], table.tensor[i].size, sum, NULL);
+        CHECK(cuCtxSynchronize());
+        CHECK(cuMemsetD8(sum, 0, sizeof(uint64_t)));
+        CHECK(cuGraphLaunch(exec, stream));
+        CHECK(cuStreamSynchronize(stream));
+        uint64_t got = 0;
+        CHECK(cuMemcpyDtoH(&got, sum, sizeof got));
+        printf("graph: replay %d sum %s\n", replay, got == want ? "equal" : "differs");
+        bad |= got != want;
+    }
+    fflush(stdout);
+    CHECK(cuGraphExecDestroy(exec));
+    CHECK(cuGraphDestroy(graph));
+    for (uint64_t i = 0; i < table.count; i++)
+        CHECK(cuMemFree(dptr[i]));
+    CHECK(cuMemFree(sum));
+    free(dptr);
+    tm_tensor_table_free(&table);
+    return bad;
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 4 && strcmp(argv[1], "export") == 0) return export_side(argv[2], argv[3]);
     if (argc == 4 && strcmp(argv[1], "import") == 0) return import_side(argv[2], argv[3]);
     if (argc != 3) {
-        fprintf(stderr, "usage: filecopy safetensors|mmap|pread|staging|checksum FILE\n"
+        fprintf(stderr, "usage: filecopy safetensors|mmap|pread|staging|checksum|graph FILE\n"
                         "       filecopy export|import FILE DIR\n");
         return 2;
     }
     if (strcmp(argv[1], "safetensors") == 0) return write_safetensors(argv[2]);
+    if (strcmp(argv[1], "graph") == 0) return graph_side(argv[2]);
     if (strcmp(argv[1], "checksum") == 0) return checksum(argv[2]);
     return load(argv[1], argv[2]);
 }

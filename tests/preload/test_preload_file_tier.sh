@@ -4,7 +4,7 @@
 # holds it all: chunks copied whole from the model file are dropped when no tier has room
 # and read back from the file before a launch needs them. Without the tier the same run is
 # out of memory; a file changed under the running process is refused with one error line,
-# never served.
+# never served; a CUDA graph captured over file-tier memory replays on its own bytes.
 source "$(dirname "$0")/../lib/tap.sh"
 source "$(dirname "$0")/preload_lib.sh"
 
@@ -79,6 +79,21 @@ check_eq "filecopy: the device's HBM bytes equal the hbm tier's" "$(jq -r '.devi
   "$(json_tier "$json" hbm used)"
 check "filecopy: cuMemGetInfo's free memory after the frees equals that before the first allocation" \
   grep -Eq '^meminfo free before=([0-9]+) after=\1$' "$S/copy.out"
+
+# -------------------------------------------------------------- a CUDA graph over file-tier memory
+# a graph captures a launch over a tensor; ordinary launches over every other tensor then
+# read theirs back, dropping chunks to make room; the replay must find its tensor whole
+graph_env=(TIERMEM_MIN_TIERED=1 TIERMEM_HBM_LIMIT=8M TIERMEM_DDR_LIMIT=8M TIERMEM_FILE_TIER=1 TIERMEM_LOG=info
+           TIERMEM_STATS="$S/graph.stats")
+under_tiermem "${graph_env[@]}" -- timeout 120 "$B/tests/preload/filecopy" graph "$S/m.gguf" > "$S/graph.out" 2>&1
+check_eq "graph: the probe exits 0" "$?" 0
+sed 's/^/# /' "$S/graph.out" | grep -v '^# tiermem: debug'
+check "graph: the captured tensor spans chunks" grep -Eq '^graph: .* of [2-9][0-9]* chunks$' "$S/graph.out"
+check_eq "graph: every replay summed the file's bytes" "$(grep -c '^graph: replay [123] sum equal$' "$S/graph.out")" 3
+check "graph: one line says captured memory keeps its chunks" \
+  grep -q '^tiermem: file tier: memory that launches captured into a graph point into keeps its chunks' "$S/graph.out"
+check "graph: the ordinary launches dropped and read back chunks meanwhile" \
+  test "$(json_value "$("$TIERMEM_STAT" --json "$S/graph.stats")" file_faults)" -gt 0
 
 # -------------------------------------------------------------- IPC of memory with dropped chunks
 # the exporter's handle names a tensor some of whose chunks were dropped: the export reads
