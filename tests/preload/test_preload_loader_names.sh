@@ -2,9 +2,10 @@
 # The engine's loader keeps weight allocations named under the interposer: with --load=pread
 # the pread hook sees each read; with --load=uring (reads the C library never sees) the
 # engine reports each piece through tiermem_note_file_read. tiermem-stat shows every
-# weight's tensor name either way; a name rule places token_embd.weight's chunks in DDR
-# though the loader's copies are asynchronous (each fills whole chunks); and the tokens
-# equal the run without the interposer.
+# weight's tensor name either way (read while the engine is held at its first launch,
+# SIMCUDA_HOLD); a name rule places token_embd.weight's chunks in DDR though the loader's
+# copies are asynchronous (each fills whole chunks); and the tokens equal the run without
+# the interposer.
 source "$(dirname "$0")/../lib/tap.sh"
 source "$(dirname "$0")/preload_lib.sh"
 
@@ -22,17 +23,20 @@ SIMCUDA_MEM=1G "$llm" -m "$S/m.gguf" -p "Once upon a time" -n 48 -v --load=mmap 
 check "the reference generated 48 tokens" test "$(ids "$S/ref.err" | wc -w)" -eq 48
 
 for load in pread uring; do
-  env SIMCUDA_MEM=1G TIERMEM_MIN_TIERED=1 TIERMEM_RULES='name=token_embd.weight=ddr' TIERMEM_STATS="$S/$load.stats" \
-    LD_PRELOAD="$(preload_value "$LIBTIERMEM")" \
+  # held at its first kernel launch, once every weight is loaded, while the live region is read
+  env SIMCUDA_MEM=1G SIMCUDA_HOLD=1:"$S/$load.go" TIERMEM_MIN_TIERED=1 TIERMEM_RULES='name=token_embd.weight=ddr' \
+    TIERMEM_STATS="$S/$load.stats" LD_PRELOAD="$(preload_value "$LIBTIERMEM")" \
     "$llm" -m "$S/m.gguf" -p "Once upon a time" -n 48 -v --load=$load > /dev/null 2> "$S/$load.err" &
   pid=$!
-  # polls the live region until the last weight is named (the engine then decodes a while)
+  # polls the live region until the last weight is named and its moves are done
   for _ in $(seq 1 300); do
     "$TIERMEM_STAT" --json "$S/$load.stats" > "$S/$load.json" 2> /dev/null &&
-      grep -q '"tensor":"blk.1.ffn_down.weight"' "$S/$load.json" && break
+      grep -q '"tensor":"blk.1.ffn_down.weight"' "$S/$load.json" &&
+      grep -q '"chunks":{"hbm":0,"cxl":0,"ddr":2}[^}]*"tensor":"token_embd.weight"' "$S/$load.json" && break
     kill -0 "$pid" 2> /dev/null || break
     sleep 0.1
   done
+  touch "$S/$load.go"
   wait "$pid"
   check_eq "--load=$load: the engine exits 0" "$?" 0
   check "--load=$load: the weights were read with $load" grep -q "^tiermem-llm: load: method=$load " "$S/$load.err"
