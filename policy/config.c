@@ -87,6 +87,11 @@ static bool parse_log_file(const char *v, tm_config *c) { return parse_path(v, c
 static bool parse_driver(const char *v, tm_config *c) { return parse_path(v, c->driver); }
 static bool parse_profile(const char *v, tm_config *c) { return *v && parse_path(v, c->profile_path); }
 
+static bool parse_stream_ring(const char *value, tm_config *config)
+{
+    return parse_opt_size(value, &config->stream_ring) && config->stream_ring.bytes > 0;
+}
+
 static bool parse_min_tiered(const char *value, tm_config *config)
 {
     uint64_t bytes;
@@ -293,6 +298,9 @@ static const variable variables[] = {
       "auto or a count of launches from 1 to 65536 (1 in N sampled; 1: every launch)" },
     { "TIERMEM_FILE_TIER", parse_file_tier, "0 or 1" },
     { "TIERMEM_STREAM", parse_stream, "auto, on or off" },
+    { "TIERMEM_STREAM_RING", parse_stream_ring,
+      "a size above 0 with an optional K, M, G or T suffix (e.g. 64M): the ring's HBM, in whole chunks, from 2 to "
+      "256 of them" },
 };
 
 #define VARIABLE_COUNT (sizeof variables / sizeof variables[0])

@@ -93,6 +93,8 @@ typedef struct tm_config {
     bool file_tier;              /* TIERMEM_FILE_TIER=1: chunks holding model-file bytes may drop */
     tm_ipc_mode ipc;             /* TIERMEM_IPC */
     tm_stream_mode stream;       /* TIERMEM_STREAM */
+    tm_opt_size stream_ring;     /* TIERMEM_STREAM_RING: the ring's HBM (default: 1/256 of the HBM
+                                  * limit; whole chunks, 2 to TM_STREAM_SLOTS_MAX of them) */
     char profile_path[TM_CONFIG_PATH_MAX]; /* TIERMEM_PROFILE: warm-start heat; empty: none */
 } tm_config;
 

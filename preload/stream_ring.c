@@ -11,13 +11,14 @@
 #include "preload/alloc.h"
 #include "preload/chunk_pool.h"
 #include "preload/driver.h"
+#include "preload/heat.h"
 #include "preload/heat_launch.h"
 #include "preload/log.h"
 #include "preload/migrate.h"
 #include "preload/stats.h"
 #include "preload/submit_gate.h"
 
-#define REFS_MAX 8          /* streamable chunks of one launch looked after; more are read in place */
+#define REFS_MAX TM_STREAM_SLOTS_MAX /* streamable chunks of one launch looked after; more are read in place */
 #define IN_PLACE_EVENTS 16  /* launches reading a spilled chunk in place, tracked until a remap */
 
 bool tm_stream_ready;
@@ -32,6 +33,7 @@ typedef struct slot {
     bool read_recorded;
     CUstream read_on;      /* the stream `read` was recorded on */
     slot_state state;
+    bool wanted;           /* it holds a chunk the launch between before and after reads */
     CUdeviceptr key;       /* FILLING, MAPPED: the address of the chunk it holds */
     uint64_t last_use;     /* launch number of its last reader: the oldest is recycled first */
 } slot;
@@ -56,8 +58,9 @@ static struct {
     bool have_slots;               /* the chunks were taken at start */
     CUcontext ctx;                 /* of the stream and events; NULL until the first spilled launch */
     CUstream stream;               /* the ring's copy stream */
-    CUdeviceptr staging;           /* TM_STREAM_SLOTS chunks of address space */
-    slot slot[TM_STREAM_SLOTS];
+    CUdeviceptr staging;           /* `slots` chunks of address space */
+    int slots;                     /* chunks of the ring */
+    slot slot[TM_STREAM_SLOTS_MAX];
     in_place in_place[IN_PLACE_EVENTS];
     int in_place_next;
     tm_prefetch_order order;
@@ -66,6 +69,7 @@ static struct {
     int ref_count;
     bool overflow;                 /* it referenced more streamable chunks than refs holds */
     uint64_t launches;
+    double typical_density;        /* heat per byte of the chunks pointers fall in, averaged */
     /* figures for the exit line */
     uint64_t streamed, streamed_bytes, in_place_reads, copy_waits, copy_wait_ns, slot_waits;
 } ring = { .lock = PTHREAD_MUTEX_INITIALIZER };
@@ -83,7 +87,9 @@ void tm_stream_ring_start(tm_device *device, const tm_config *config)
 {
     if (config->policy != TM_POLICY_HEAT || ring.have_slots)
         return;
-    uint64_t ring_bytes = TM_STREAM_SLOTS * device->policy.chunk_size;
+    int slots = tm_stream_ring_slots(config->stream_ring.set ? config->stream_ring.bytes : 0,
+                                     device->tiers.tier[TM_TIER_HBM].limit, device->policy.chunk_size);
+    uint64_t ring_bytes = (uint64_t)slots * device->policy.chunk_size;
     char size[32], large[128];
     tm_format_size(ring_bytes, size, sizeof size);
     snprintf(large, sizeof large, "its %s would be more than 1/%d of HBM; TIERMEM_STREAM=on streams anyway", size,
@@ -97,9 +103,9 @@ void tm_stream_ring_start(tm_device *device, const tm_config *config)
                       : !tm_real.cuEventCreate || !tm_real.cuStreamWaitEvent ? "the driver lacks events"
                       : NULL;
     int taken = 0;
-    while (!why && taken < TM_STREAM_SLOTS && tm_chunk_pool_take(device, TM_TIER_HBM, &ring.slot[taken].handle))
+    while (!why && taken < slots && tm_chunk_pool_take(device, TM_TIER_HBM, &ring.slot[taken].handle))
         taken++;
-    if (!why && taken < TM_STREAM_SLOTS) {
+    if (!why && taken < slots) {
         while (taken > 0)
             tm_chunk_pool_give(device, TM_TIER_HBM, ring.slot[--taken].handle);
         why = "HBM has no room for its chunks";
@@ -116,9 +122,16 @@ void tm_stream_ring_start(tm_device *device, const tm_config *config)
     }
     ring.device = device;
     ring.chunk = device->policy.chunk_size;
+    ring.slots = slots;
     ring.have_slots = true;
-    tm_info("policy heat: spilled weights stream through a ring of %d HBM chunks (%s)", TM_STREAM_SLOTS, size);
+    tm_info("policy heat: spilled weights stream through a ring of %d HBM chunks (%s)", slots, size);
     __atomic_store_n(&tm_stream_ready, true, __ATOMIC_RELEASE);
+}
+
+int tm_stream_ring_slots(uint64_t asked, uint64_t hbm, uint64_t chunk)
+{
+    uint64_t want = chunk ? (asked ? asked : hbm / TM_STREAM_RING_SHARE) / chunk : 0;
+    return want < TM_STREAM_SLOTS_MIN ? TM_STREAM_SLOTS_MIN : want > TM_STREAM_SLOTS_MAX ? TM_STREAM_SLOTS_MAX : (int)want;
 }
 
 /* The stream, events and staging range, in the context of the first spilled launch. */
@@ -129,7 +142,8 @@ static bool set_up_in(CUcontext ctx)
         return false;
     }
     ring.ctx = ctx;
-    if (tm_real.cuMemAddressReserve(&ring.staging, TM_STREAM_SLOTS * ring.chunk, ring.chunk, 0, 0) != CUDA_SUCCESS) {
+    if (tm_real.cuMemAddressReserve(&ring.staging, (uint64_t)ring.slots * ring.chunk, ring.chunk, 0, 0) !=
+        CUDA_SUCCESS) {
         ring.staging = 0;
         return false;
     }
@@ -137,7 +151,7 @@ static bool set_up_in(CUcontext ctx)
         .location = { .type = CU_MEM_LOCATION_TYPE_DEVICE, .id = ring.device->target.device },
         .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
     };
-    for (int s = 0; s < TM_STREAM_SLOTS; s++) {
+    for (int s = 0; s < ring.slots; s++) {
         slot *sl = &ring.slot[s];
         CUdeviceptr at = ring.staging + (uint64_t)s * ring.chunk;
         if (tm_real.cuMemMap(at, ring.chunk, 0, sl->handle, 0) != CUDA_SUCCESS)
@@ -201,7 +215,7 @@ static bool own_handle(CUdeviceptr key, CUmemGenericAllocationHandle *handle)
 
 static int slot_of(CUdeviceptr key)
 {
-    for (int s = 0; s < TM_STREAM_SLOTS; s++)
+    for (int s = 0; s < ring.slots; s++)
         if (ring.slot[s].state != SLOT_FREE && ring.slot[s].key == key)
             return s;
     return -1;
@@ -321,7 +335,7 @@ static void map_slot(int s)
 /* Every chunk back to its own backing, every copy finished; nothing streams after. */
 static void drain(void)
 {
-    for (int s = 0; s < TM_STREAM_SLOTS; s++) {
+    for (int s = 0; s < ring.slots; s++) {
         slot *sl = &ring.slot[s];
         if (sl->state == SLOT_FILLING) {
             tm_real.cuEventSynchronize(sl->filled);
@@ -349,14 +363,11 @@ static void stop_streaming(const char *what, CUresult r)
 static int take_slot(bool force)
 {
     int oldest = -1;
-    for (int s = 0; s < TM_STREAM_SLOTS; s++) {
+    for (int s = 0; s < ring.slots; s++) {
         slot *sl = &ring.slot[s];
         if (sl->state == SLOT_FREE)
             return s;
-        bool wanted = false;
-        for (int i = 0; i < ring.ref_count; i++)
-            wanted |= ring.refs[i].key == sl->key;
-        if (sl->state == SLOT_MAPPED && !wanted && (oldest < 0 || sl->last_use < ring.slot[oldest].last_use))
+        if (sl->state == SLOT_MAPPED && !sl->wanted && (oldest < 0 || sl->last_use < ring.slot[oldest].last_use))
             oldest = s;
     }
     if (!force || oldest < 0)
@@ -402,8 +413,8 @@ static int fetch_now(CUdeviceptr key)
  * one may wait for a slot's reader). */
 static void prefetch(void)
 {
-    uint64_t next[TM_STREAM_SLOTS];
-    uint32_t count = tm_prefetch_order_next(&ring.order, next, TM_STREAM_SLOTS);
+    uint64_t next[TM_STREAM_SLOTS_MAX];
+    uint32_t count = tm_prefetch_order_next(&ring.order, next, (uint32_t)ring.slots);
     for (uint32_t i = 0; i < count && !ring.failed; i++) {
         CUdeviceptr key;
         uint64_t bytes;
@@ -434,6 +445,16 @@ static bool capturing(CUstream stream, bool per_thread)
     return r != CUDA_SUCCESS || status != CU_STREAM_CAPTURE_STATUS_NONE;
 }
 
+/* Heat per byte the allocation holds in chunk `c` (0 without heat). */
+static double chunk_density(const tm_alloc *a, uint64_t c)
+{
+    if (!a->heat)
+        return 0;
+    uint64_t start = c * ring.chunk, held = a->range.size - start < ring.chunk ? a->range.size - start : ring.chunk;
+    double per_chunk = tm_heat_alloc_density(a, (uint32_t)(start >> a->heat_chunk_shift), tm_heat_now_tick());
+    return held ? per_chunk * (double)ring.chunk / (double)held : 0;
+}
+
 /* Notes the chunk at `key` as one this launch reads; false when refs is full. */
 static bool add_ref(CUdeviceptr key, CUdeviceptr end)
 {
@@ -450,7 +471,10 @@ static bool add_ref(CUdeviceptr key, CUdeviceptr end)
 
 /* The streamable chunks each pointer parameter reaches: its own, and the chunks after it
  * that hold the same tensor (a kernel handed a weight matrix reads it whole), as many as
- * the ring could map at once. */
+ * the ring could map at once, while each is read about as much as the chunks pointers
+ * fall in are: a kernel gathering rows of a table (the token embedding) reads a sliver of
+ * each, which copying all of them every step would cost many times over. */
+#define STREAM_GATHER_SHARE 16 /* under 1/16 of the typical heat per byte: a gather */
 static void collect_refs(const uint64_t *values, size_t n)
 {
     ring.overflow = false;
@@ -463,11 +487,15 @@ static void collect_refs(const uint64_t *values, size_t n)
         const tm_tensor **labels = __atomic_load_n(&a->label, __ATOMIC_ACQUIRE);
         uint64_t first = (key - a->backing->base) / ring.chunk;
         const tm_tensor *tensor = __atomic_load_n(&labels[first], __ATOMIC_RELAXED);
+        double density = chunk_density(a, first);
+        if (density > 0)
+            ring.typical_density += (density - ring.typical_density) / 32;
         /* (what refs cannot hold of it is read in place, tracked from the first chunk on) */
         for (uint64_t c = first + 1;
-             c < first + TM_STREAM_SLOTS && c < a->backing->plan.chunks && ring.ref_count < REFS_MAX; c++) {
+             c < first + (uint64_t)ring.slots && c < a->backing->plan.chunks && ring.ref_count < REFS_MAX; c++) {
             CUdeviceptr next = a->backing->base + c * ring.chunk, next_key;
             if (__atomic_load_n(&labels[c], __ATOMIC_RELAXED) != tensor ||
+                chunk_density(a, c) * STREAM_GATHER_SHARE < ring.typical_density ||
                 !streamable(a, next, &next_key, &bytes, &end) || !add_ref(next_key, end))
                 break;
         }
@@ -496,13 +524,21 @@ bool tm_stream_before_launch_slow(CUfunction f, CUstream stream, bool per_thread
         return false;
     }
     ring.launches++;
-    for (int i = 0; i < ring.ref_count; i++)
+    for (int s = 0; s < ring.slots; s++)
+        ring.slot[s].wanted = false;
+    for (int i = 0; i < ring.ref_count; i++) {
         tm_prefetch_order_note(&ring.order, ring.refs[i].key);
+        int s = slot_of(ring.refs[i].key);
+        if (s >= 0)
+            ring.slot[s].wanted = true;
+    }
     for (int i = 0; i < ring.ref_count && !ring.failed; i++) {
         ref *rf = &ring.refs[i];
         int s = slot_of(rf->key);
         if (s < 0 && ring.order.cyclic)
             s = fetch_now(rf->key);
+        if (s >= 0)
+            ring.slot[s].wanted = true; /* no later fetch of this launch takes it */
         if (s >= 0 && ring.slot[s].state == SLOT_FILLING)
             map_slot(s);
         if (s >= 0 && ring.slot[s].state == SLOT_MAPPED && ring.slot[s].key == rf->key) {
@@ -511,13 +547,9 @@ bool tm_stream_before_launch_slow(CUfunction f, CUstream stream, bool per_thread
         }
     }
     /* slots whose reader is done go back, so the next copies have room */
-    for (int s = 0; s < TM_STREAM_SLOTS && !ring.failed; s++) {
-        bool wanted = false;
-        for (int i = 0; i < ring.ref_count; i++)
-            wanted |= ring.refs[i].slot == s;
-        if (ring.slot[s].state == SLOT_MAPPED && !wanted)
+    for (int s = 0; s < ring.slots && !ring.failed; s++)
+        if (ring.slot[s].state == SLOT_MAPPED && !ring.slot[s].wanted)
             unmap_slot(s, false);
-    }
     if (!ring.failed)
         prefetch();
     if (ring.failed)
@@ -588,7 +620,7 @@ void tm_stream_ring_forget(CUdeviceptr base, uint64_t bytes)
     if (!ring.have_slots)
         return;
     pthread_mutex_lock(&ring.lock);
-    for (int s = 0; s < TM_STREAM_SLOTS; s++) {
+    for (int s = 0; s < ring.slots; s++) {
         slot *sl = &ring.slot[s];
         if (sl->state == SLOT_FREE || sl->key < base || sl->key >= base + bytes)
             continue;
@@ -618,7 +650,7 @@ void tm_stream_ring_stop(void)
         bool pushed = tm_real.cuCtxPushCurrent_v2(ring.ctx) == CUDA_SUCCESS;
         if (!ring.failed)
             drain();
-        for (int s = 0; s < TM_STREAM_SLOTS; s++) {
+        for (int s = 0; s < ring.slots; s++) {
             if (ring.slot[s].staging)
                 tm_real.cuMemUnmap(ring.slot[s].staging, ring.chunk);
             if (ring.slot[s].filled)
@@ -630,13 +662,13 @@ void tm_stream_ring_stop(void)
             if (ring.in_place[i].done)
                 tm_real.cuEventDestroy_v2(ring.in_place[i].done);
         if (ring.staging)
-            tm_release_call(tm_real.cuMemAddressFree(ring.staging, TM_STREAM_SLOTS * ring.chunk));
+            tm_release_call(tm_real.cuMemAddressFree(ring.staging, (uint64_t)ring.slots * ring.chunk));
         if (ring.stream) /* refused when the program released its context first: the stream went with it */
             tm_real.cuStreamDestroy_v2(ring.stream);
         if (pushed)
             tm_real.cuCtxPopCurrent_v2(&popped);
     }
-    for (int s = 0; s < TM_STREAM_SLOTS; s++) {
+    for (int s = 0; s < ring.slots; s++) {
         if (ring.slot[s].state == SLOT_FREE) {
             tm_chunk_pool_give(ring.device, TM_TIER_HBM, ring.slot[s].handle);
         } else { /* still mapped after a driver error: released once the program's range goes */

@@ -4,7 +4,7 @@
  *
  * Part of the `heat` policy (TIERMEM_STREAM=auto, the default, when the ring is a small
  * share of HBM; `on` whenever HBM has room for it; `off` leaves every spilled chunk read
- * in place). At set-up it takes TM_STREAM_SLOTS HBM chunks from the pool, each
+ * in place). At set-up it takes the ring's HBM chunks from the pool, each
  * mapped at a staging address of its own. While any chunk is spilled, every launch has
  * its pointer parameters read: the spilled chunks of model-file tensors (provenance.h:
  * read-only weights; written memory such as KV cache has no such label and is never
@@ -37,7 +37,13 @@
 #include "preload/cuda_api.h"
 #include "preload/device.h"
 
-#define TM_STREAM_SLOTS 2   /* HBM chunks of the ring: one read while the next is filled */
+/* HBM chunks of the ring: at least one read while the next is filled; TIERMEM_STREAM_RING,
+ * else 1/TM_STREAM_RING_SHARE of HBM, so that a real model's matrices (a 70B model's FFN
+ * matrices are 224 chunks in f16) stream whole. The slots are taken when the device is set
+ * up, spilled or not. */
+#define TM_STREAM_SLOTS_MIN 2
+#define TM_STREAM_SLOTS_MAX 256
+#define TM_STREAM_RING_SHARE 256
 /* TIERMEM_STREAM=auto takes the ring only when it is at most 1/TM_STREAM_AUTO_SHARE of HBM:
  * on a small device the HBM it takes from resident weights costs more link time than
  * streaming saves. */
@@ -50,6 +56,10 @@
 
 /* Set while the ring is ready: launches then go through tm_stream_before_launch. */
 extern bool tm_stream_ready;
+
+/* The ring's chunks for TIERMEM_STREAM_RING=`asked` bytes (0: unset) on a device of `hbm`
+ * bytes: whole chunks, TM_STREAM_SLOTS_MIN to TM_STREAM_SLOTS_MAX of them. */
+int tm_stream_ring_slots(uint64_t asked, uint64_t hbm, uint64_t chunk);
 
 /* Takes the ring's chunks when the policy is `heat`, TIERMEM_STREAM is not off and the
  * lower tiers can be remapped (VMM); says why not in one info line otherwise. */

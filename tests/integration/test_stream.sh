@@ -5,7 +5,7 @@
 # run under asynchronous streams, with the rebalancer migrating as well, dumps the same
 # logits bit for bit (every weight byte every kernel read, checked); a driver call failed
 # mid-stream stops streaming with one line and the same tokens; a weight of several chunks
-# streams whole; nothing streams when the model fits, when the ring would be a large share
+# streams whole; the ring's size follows HBM or TIERMEM_STREAM_RING; nothing streams when the model fits, when the ring would be a large share
 # of HBM (TIERMEM_STREAM=auto) or with TIERMEM_STREAM=off.
 source "$(dirname "$0")/../lib/tap.sh"
 
@@ -75,6 +75,25 @@ check "weights over a chunk: read in place ($in_place bytes) under half of what 
 check "weights over a chunk: every logit bit for bit the reference's" cmp -s "$T/wide-ref.logits" "$T/wide.logits"
 check "weights over a chunk: nothing leaked" \
   grep -q '^simcuda: exit: 0 physical allocations and 0 address reservations live' "$T/wide.err"
+
+# The ring's size: 1/256 of HBM by default (8 chunks on a 4 GiB device), TIERMEM_STREAM_RING
+# in whole chunks (at least 2); rings of 2 and 4 chunks give the same logits under
+# asynchronous streams.
+ring_line() { sed -n 's/^tiermem: policy heat: spilled weights stream through \(a ring of [0-9]* HBM chunks ([^)]*)\)$/\1/p' "$1"; }
+env SIMCUDA_MEM=4G "${heat[@]}" "$llm" -m "$T/wide.gguf" -p "Once upon a time" -n 2 --kv-blocks 16 > /dev/null 2> "$T/ring-default.err"
+check_eq "TIERMEM_STREAM_RING unset on a 4 GiB device: 1/256 of it" "$(ring_line "$T/ring-default.err")" \
+  "a ring of 8 HBM chunks (16 MiB)"
+env SIMCUDA_MEM=4G TIERMEM_STREAM_RING=1M "${heat[@]}" "$llm" -m "$T/wide.gguf" -p "Once upon a time" -n 2 \
+  --kv-blocks 16 > /dev/null 2> "$T/ring-small.err"
+check_eq "TIERMEM_STREAM_RING=1M: the ring's 2 chunks at least" "$(ring_line "$T/ring-small.err")" \
+  "a ring of 2 HBM chunks (4 MiB)"
+for ring in 4M 8M; do
+  env SIMCUDA_MEM=24M SIMCUDA_ASYNC=1 TIERMEM_STREAM_RING=$ring "${on[@]}" "$llm" -m "$T/wide.gguf" \
+    -p "Once upon a time" -n 24 --kv-dtype f32 --kv-blocks 16 --dump-logits "$T/ring-$ring.logits" \
+    > /dev/null 2> "$T/ring-$ring.err"
+  check "TIERMEM_STREAM_RING=$ring: bit for bit the reference's logits" cmp -s "$T/wide-ref.logits" "$T/ring-$ring.logits"
+done
+check_eq "TIERMEM_STREAM_RING=8M: a ring of 4 chunks" "$(ring_line "$T/ring-8M.err")" "a ring of 4 HBM chunks (8 MiB)"
 
 # A driver call failing inside streaming: one line, streaming stops, the tokens stay right.
 for fault in cuMemMap:200 cuMemcpyDtoDAsync_v2:60 cuEventSynchronize:40 cuMemSetAccess:200; do

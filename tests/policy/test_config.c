@@ -184,6 +184,7 @@ static void test_good_values(void **state)
     setenv("TIERMEM_HEAT_SAMPLE", "32", 1);
     setenv("TIERMEM_FILE_TIER", "1", 1);
     setenv("TIERMEM_STREAM", "off", 1);
+    setenv("TIERMEM_STREAM_RING", "64M", 1);
     tm_config c;
     int invalid;
     char *errors = load(&c, &invalid);
@@ -199,6 +200,7 @@ static void test_good_values(void **state)
     assert_int_equal(c.min_tiered, 4 << 20);
     assert_int_equal(c.policy, TM_POLICY_SIZE);
     assert_int_equal(c.stream, TM_STREAM_OFF);
+    assert_true(c.stream_ring.set); assert_int_equal(c.stream_ring.bytes, 64 << 20);
     assert_int_equal(c.migrate_rate, 1 << 30);
     assert_true(c.file_tier);
     assert_int_equal(c.order.count, 2);
@@ -351,6 +353,8 @@ static const bad_case bad_cases[] = {
     { "TIERMEM_GROUP", "a group", "a Unix group name or id" },
     { "TIERMEM_GROUP", "abcdefghijklmnopqrstuvwxyz0123456", "of up to 32" },
     { "TIERMEM_STREAM", "yes", "auto, on or off" },
+    { "TIERMEM_STREAM_RING", "0", "a size above 0" },
+    { "TIERMEM_STREAM_RING", "big", "a size above 0" },
     { "TIERMEM_STATS", "", NULL }, /* empty is "not set": no error (checked below) */
 };
 
