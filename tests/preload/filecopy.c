@@ -216,20 +216,30 @@ static int64_t dropped_tensor(const tm_tensor_table *table, const CUdeviceptr *d
     return found;
 }
 
-static int export_side(const char *path, const char *dir)
+/* Every tensor of the model file at `path` copied from a mapping of it into its own
+ * cuMemAlloc: *dptr [table->count], *map the mapping. False when the file is no model file. */
+static bool load_mapped(const char *path, tm_tensor_table *table, const uint8_t **map, CUdeviceptr **dptr)
 {
     int fd = open(path, O_RDONLY);
     struct stat st;
-    tm_tensor_table table;
-    if (fd < 0 || fstat(fd, &st) != 0 || !load_table(fd, (uint64_t)st.st_size, &table)) return 1;
-    const uint8_t *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (map == MAP_FAILED) return 1;
+    if (fd < 0 || fstat(fd, &st) != 0 || !load_table(fd, (uint64_t)st.st_size, table)) return false;
+    *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (*map == MAP_FAILED) return false;
     probe_init();
-    CUdeviceptr *dptr = calloc(table.count, sizeof *dptr);
-    for (uint64_t i = 0; i < table.count; i++) {
-        CHECK(cuMemAlloc(&dptr[i], table.tensor[i].size));
-        copy_in("mmap", fd, map, &table.tensor[i], dptr[i], NULL, 0);
+    *dptr = calloc(table->count, sizeof **dptr);
+    for (uint64_t i = 0; i < table->count; i++) {
+        CHECK(cuMemAlloc(&(*dptr)[i], table->tensor[i].size));
+        copy_in("mmap", fd, *map, &table->tensor[i], (*dptr)[i], NULL, 0);
     }
+    return true;
+}
+
+static int export_side(const char *path, const char *dir)
+{
+    tm_tensor_table table;
+    const uint8_t *map;
+    CUdeviceptr *dptr;
+    if (!load_mapped(path, &table, &map, &dptr)) return 1;
     uint32_t placed = 0;
     uint64_t spans = 0;
     int64_t t = dropped_tensor(&table, dptr, &placed, &spans);
@@ -312,22 +322,14 @@ static void launch_sum(CUfunction sum_bytes, CUdeviceptr data, uint64_t n, CUdev
 
 static int graph_side(const char *path)
 {
-    int fd = open(path, O_RDONLY);
-    struct stat st;
     tm_tensor_table table;
-    if (fd < 0 || fstat(fd, &st) != 0 || !load_table(fd, (uint64_t)st.st_size, &table)) return 1;
-    const uint8_t *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (map == MAP_FAILED) return 1;
-    probe_init();
+    const uint8_t *map;
+    CUdeviceptr *dptr, sum;
+    if (!load_mapped(path, &table, &map, &dptr)) return 1;
     CUmodule module;
     CUfunction sum_bytes;
     CHECK(cuModuleLoad(&module, TM_TEST_KERNELS));
     CHECK(cuModuleGetFunction(&sum_bytes, module, "sum_bytes"));
-    CUdeviceptr *dptr = calloc(table.count, sizeof *dptr), sum;
-    for (uint64_t i = 0; i < table.count; i++) {
-        CHECK(cuMemAlloc(&dptr[i], table.tensor[i].size));
-        copy_in("mmap", fd, map, &table.tensor[i], dptr[i], NULL, 0);
-    }
     CHECK(cuMemAlloc(&sum, sizeof(uint64_t)));
     int64_t t = -1;
     for (uint64_t i = 0; i < table.count && t < 0; i++)
