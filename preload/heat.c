@@ -49,11 +49,16 @@ uint64_t tm_heat_tick_ns(void)
     return clock_.tick_ns;
 }
 
-uint64_t tm_heat_now_tick(void)
+static uint64_t monotonic_ns(void)
 {
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
-    return tm_heat_tick(&clock_, (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec);
+    return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+}
+
+uint64_t tm_heat_now_tick(void)
+{
+    return tm_heat_tick(&clock_, monotonic_ns());
 }
 
 /* ---------------------------------------------------------------- per allocation */
@@ -90,18 +95,19 @@ void tm_heat_alloc_detach(tm_alloc *a)
 }
 
 /* A collector beside the process writes better heat into the region: leave it alone
- * while its last write is fresh (under 5 s old at CLOCK_MONOTONIC `now`). */
-static bool collector_writes_at(uint64_t now)
+ * while its last write is fresh (under 5 s old). *until: when that ends; false without one. */
+static bool collector_fresh_until(uint64_t *until)
 {
     if (!__atomic_load_n(&tm_stats->heat_collector_pid, __ATOMIC_RELAXED))
         return false;
-    uint64_t last = __atomic_load_n(&tm_stats->heat_collector_ns, __ATOMIC_RELAXED);
-    return now < last + 5000000000ull;
+    *until = __atomic_load_n(&tm_stats->heat_collector_ns, __ATOMIC_RELAXED) + 5000000000ull;
+    return true;
 }
 
 static bool collector_writes(uint64_t tick)
 {
-    return collector_writes_at(tick * clock_.tick_ns);
+    uint64_t until;
+    return collector_fresh_until(&until) && tick * clock_.tick_ns < until;
 }
 
 void tm_heat_alloc_credit(tm_alloc *a, uint64_t offset, uint64_t length, double bytes, uint64_t tick)
@@ -131,9 +137,8 @@ double tm_heat_alloc_density(const tm_alloc *a, uint32_t h, uint64_t tick)
     /* what the collector measured, while it writes: the launch source guesses how much of
      * each buffer a kernel reaches, the collector may know (simcuda's touch probes) */
     tm_heat_chunk collected;
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    const tm_heat_chunk *c = collector_writes_at((uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec) &&
+    uint64_t until; /* the clock is read only beside a collector */
+    const tm_heat_chunk *c = collector_fresh_until(&until) && monotonic_ns() < until &&
                                      tm_stats_heat_collected(a->stats_slot, h, &collected)
                                  ? &collected
                                  : &a->heat[h];
