@@ -1,5 +1,5 @@
 # preload/ — libtiermem.so, the LD_PRELOAD interposer (with the policy objects).
-PRELOAD_OBJS := $(patsubst %.c,$(O)/obj/%.o,$(wildcard preload/*.c))
+PRELOAD_OBJS := $(patsubst %.c,$(O)/obj/%.o,$(wildcard preload/*.c preload/*/*.c))
 LIBS += $(O)/lib/libtiermem.so
 # The oldest C library libtiermem.so runs on: the newest GLIBC_x.y it needs (dlopen, dlinfo
 # and pthread moved into libc in 2.34). tests/preload/test_preload_glibc.sh holds the build to it.

@@ -76,7 +76,7 @@ check_eq "a bad option: exit 1" "$rc" 1
 cp "$T/old.stats" "$T/old.copy"
 out=$("$HEAT" --json --interval 0.1 --stats "$T/old.stats" -- sh -c "sleep 0.4; echo ran > '$T/old_ran'" 2>&1 >/dev/null)
 check_eq "beside a region of version 1 tiermem-heat still exits 0" "$?" 0
-version=$(sed -n 's/^#define TM_STATS_VERSION *\([0-9]*\).*/\1/p' "$TM_ROOT/preload/stats_layout.h")
+version=$(sed -n 's/^#define TM_STATS_VERSION *\([0-9]*\).*/\1/p' "$TM_ROOT/preload/region/stats_layout.h")
 check "and says in one line it does not write into it" grep -q \
   "^tiermem-heat: not writing heat into the target's stats region: $T/old.stats: stats layout version 1, heat is written into version $version only" <<<"$out"
 check_eq "one line" "$(grep -c 'old.stats' <<<"$out")" 1

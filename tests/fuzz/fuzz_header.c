@@ -1,5 +1,5 @@
 /* fuzz_header.c — libFuzzer target for the interposer's model-header parsers
- * (preload/tensor_table.h): any bytes, as the start of a file of that size, through the
+ * (preload/model/tensor_table.h): any bytes, as the start of a file of that size, through the
  * GGUF-or-safetensors entry and the safetensors parser directly. What they accept must be
  * a table of terminated names, sorted, inside the file and without overlaps; a short
  * answer must ask for more than it had. Built by `make fuzz`. */
@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "preload/tensor_table.h"
+#include "preload/model/tensor_table.h"
 
 static void check(tm_parse_result r, const tm_tensor_table *t, size_t size, size_t need)
 {

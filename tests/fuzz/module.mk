@@ -32,7 +32,7 @@ FUZZ_model_LIBS := -lpcre2-8 -luring
 FUZZ_gguf_CORPUS  := tests/fuzz/corpus
 FUZZ_model_CORPUS := tests/fuzz/corpus
 FUZZ_stats_CORPUS := tests/fuzz/corpus-stats
-FUZZ_header_SRCS  := tests/fuzz/fuzz_header.c preload/tensor_table.c preload/parse_gguf.c preload/parse_safetensors.c
+FUZZ_header_SRCS  := tests/fuzz/fuzz_header.c preload/model/tensor_table.c preload/model/parse_gguf.c preload/model/parse_safetensors.c
 FUZZ_header_CORPUS := tests/fuzz/corpus-safetensors tests/fuzz/corpus
 FUZZ_header_LIBS  := -ljansson
 FUZZ_profile_SRCS := tests/fuzz/fuzz_profile.c policy/profile.c
@@ -43,7 +43,7 @@ FUZZ_BINS      := $(FUZZ_TARGETS:%=$(FUZZ_DIR)/fuzz_%)
 
 define fuzz-target
 $(FUZZ_DIR)/fuzz_$(1): $(FUZZ_$(1)_SRCS) $(wildcard engine/*.h kernels/*.h tools/tiermem-stat/*.h) \
-    preload/stats_layout.h preload/tensor_table.h tests/fuzz/module.mk
+    preload/region/stats_layout.h preload/model/tensor_table.h tests/fuzz/module.mk
 	@mkdir -p $$(@D)
 	clang $(FUZZ_CFLAGS) $(FUZZ_$(1)_SRCS) $(FUZZ_$(1)_LIBS) -o $$@
 endef

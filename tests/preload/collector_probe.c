@@ -23,7 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "preload/stats_layout.h"
+#include "preload/region/stats_layout.h"
 #include "tests/preload/probe_util.h"
 
 #define CHUNK (2u << 20)

@@ -36,7 +36,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "preload/tensor_table.h"
+#include "preload/model/tensor_table.h"
 #include "tests/preload/probe_util.h"
 #include "tools/tiermem-stat/stats_read.h"
 

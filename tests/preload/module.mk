@@ -93,8 +93,8 @@ $(PRELOAD_TEST_DIR)/nvml_dlopen: $(O)/obj/tests/preload/nvml_dlopen.o $(NVML_VIE
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) $(filter %.o,$^) -o $@ $(PRELOAD_TEST_LINK)
 
-TENSOR_TABLE_OBJS := $(O)/obj/preload/tensor_table.o $(O)/obj/preload/parse_gguf.o \
-                     $(O)/obj/preload/parse_safetensors.o
+TENSOR_TABLE_OBJS := $(O)/obj/preload/model/tensor_table.o $(O)/obj/preload/model/parse_gguf.o \
+                     $(O)/obj/preload/model/parse_safetensors.o
 
 $(PRELOAD_TEST_DIR)/filecopy: $(O)/obj/tests/preload/filecopy.o $(O)/obj/tests/preload/probe_util.o \
     $(O)/obj/tools/tiermem-stat/stats_read.o $(O)/obj/tools/tiermem-stat/heat_view.o $(O)/obj/policy/heat.o \
@@ -103,7 +103,7 @@ $(PRELOAD_TEST_DIR)/filecopy: $(O)/obj/tests/preload/filecopy.o $(O)/obj/tests/p
 	$(CC) $(CFLAGS) $(LDFLAGS) $(filter %.o,$^) -o $@ $(PRELOAD_TEST_LINK) -ljansson
 
 # Unit tests of the pieces that need no driver.
-$(PRELOAD_TEST_DIR)/test_registry: $(O)/obj/tests/preload/test_registry.o $(O)/obj/preload/registry.o
+$(PRELOAD_TEST_DIR)/test_registry: $(O)/obj/tests/preload/test_registry.o $(O)/obj/preload/mem/registry.o
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) $^ -lcmocka -lpthread -o $@
 

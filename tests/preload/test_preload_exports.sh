@@ -6,7 +6,7 @@
 source "$(dirname "$0")/../lib/tap.sh"
 source "$(dirname "$0")/preload_lib.sh"
 
-hooks=$(grep -oE '^HOOK\(cu[A-Za-z0-9_]+' "$TM_ROOT/preload/hooks.def" | sed 's/HOOK(//' | sort)
+hooks=$(grep -oE '^HOOK\(cu[A-Za-z0-9_]+' "$TM_ROOT/preload/driver/hooks.def" | sed 's/HOOK(//' | sort)
 exported=$(nm -D --defined-only "$LIBTIERMEM" | awk '$2 != "A" { print $3 }' | sed 's/@.*//' | sort)
 # glibc's first symbol version: GLIBC_2.2.5 on x86-64, GLIBC_2.17 on aarch64
 base=GLIBC_2.2.5

@@ -10,7 +10,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-#include "preload/registry.h"
+#include "preload/mem/registry.h"
 
 #define MIB ((uint64_t)1 << 20)
 

@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "preload/tensor_table.h"
+#include "preload/model/tensor_table.h"
 
 /* Three tensors at [100, 200), [200, 260), [300, 400), an empty one at 400, and the
  * file's end at 500. */

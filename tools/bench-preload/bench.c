@@ -22,8 +22,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "preload/model_files.h"
-#include "preload/registry.h"
+#include "preload/model/model_files.h"
+#include "preload/mem/registry.h"
 
 #ifndef TM_BENCH_KERNELS
 #error "TM_BENCH_KERNELS names the benchmark kernel module"

@@ -11,7 +11,7 @@ $(BENCH_PRELOAD_KERNELS): $(O)/obj/tools/bench-preload/kernels.o
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) -shared $^ -o $@
 
-$(O)/bin/bench-preload: $(O)/obj/tools/bench-preload/bench.o $(O)/obj/preload/registry.o $(O)/obj/preload/host_ranges.o \
+$(O)/bin/bench-preload: $(O)/obj/tools/bench-preload/bench.o $(O)/obj/preload/mem/registry.o $(O)/obj/preload/model/host_ranges.o \
     $(O)/lib/simcuda/libcuda.so.1 | $(BENCH_PRELOAD_KERNELS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) $(filter %.o,$^) -o $@ -L$(O)/lib/simcuda -l:libcuda.so.1 -lpthread

@@ -11,7 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "preload/stats_layout.h"
+#include "preload/region/stats_layout.h"
 
 struct tm_region_writer {
     void *map;

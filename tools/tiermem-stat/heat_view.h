@@ -9,7 +9,7 @@
 #include <stdio.h>
 
 #include "policy/heat.h"
-#include "preload/stats_layout.h"
+#include "preload/region/stats_layout.h"
 
 typedef struct tm_heat_view {
     uint32_t sources;           /* enum tm_stats_heat_sources */

@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "preload/proc_start.h"
+#include "preload/base/proc_start.h"
 
 tm_ledger_file *tm_ledger_map(const char *path, bool *missing, char *why, size_t why_len)
 {

@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "preload/ledger_layout.h"
+#include "preload/region/ledger_layout.h"
 
 /* Maps the ledger at `path` (NULL: this user's, /dev/shm/tiermem-ledger.u<uid>): a regular
  * file of this user (any user's for root), never through a symlink, of this layout. NULL

@@ -13,8 +13,8 @@
 #include <unistd.h>
 
 #include "policy/units.h"
-#include "preload/ledger_layout.h"
-#include "preload/proc_start.h"
+#include "preload/region/ledger_layout.h"
+#include "preload/base/proc_start.h"
 
 static int refuse(const char *path, const char *why)
 {

@@ -1,4 +1,4 @@
-/* stats_read.h — reading a stats region (preload/stats_layout.h) into a consistent copy.
+/* stats_read.h — reading a stats region (preload/region/stats_layout.h) into a consistent copy.
  *
  * The region belongs to another process and is trusted for nothing. It is read with
  * pread into a bounded private copy (a region truncated or grown meanwhile cannot fault
@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "preload/stats_layout.h"
+#include "preload/region/stats_layout.h"
 #include "tools/tiermem-stat/heat_view.h"
 
 /* Bounds a reader accepts; a region claiming more is refused. */

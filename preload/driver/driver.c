@@ -1,0 +1,69 @@
+/* driver.c — loading the real driver and filling the forwarding table (see driver.h). */
+#include "preload/driver/driver.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <string.h>
+
+#include "preload/hooks/hook_table.h"
+#include "preload/base/log.h"
+#include "preload/state.h"
+
+tm_driver_table tm_real;
+bool tm_driver_loaded;
+
+static pthread_once_t load_once = PTHREAD_ONCE_INIT;
+static __thread bool loading_here; /* the driver's own start-up may look symbols up */
+
+/* Fills the table from `handle`. False when the library is no driver or is this one. */
+static bool fill_table(void *handle)
+{
+#define HOOK(symbol, pfn, base, version, variant) tm_real.symbol = (pfn)tm_real_dlsym(handle, #symbol);
+#include "preload/driver/hooks.def"
+#define DRIVER_CALL(symbol, pfn) tm_real.symbol = (pfn)tm_real_dlsym(handle, #symbol);
+#include "preload/driver/driver_calls.def"
+    if (!tm_real.cuGetProcAddress_v2 && !tm_real.cuMemAlloc_v2)
+        return false;
+    /* a driver path that leads back to the interposer would make every hook call itself */
+    return tm_real.cuMemAlloc_v2 != &cuMemAlloc_v2 && tm_real.cuGetProcAddress_v2 != &cuGetProcAddress_v2;
+}
+
+static void load(void)
+{
+    const tm_config *config = tm_settings();
+    loading_here = true;
+    void *handle = dlopen(config->driver, RTLD_LAZY | RTLD_LOCAL);
+    bool ok = handle && fill_table(handle);
+    if (!ok && strcmp(config->driver, TM_DEFAULT_DRIVER) != 0) {
+        char shown[96], why[160];
+        tm_printable(config->driver, shown, sizeof shown);
+        tm_printable(handle ? "it lacks the driver API or is this interposer" : dlerror(), why, sizeof why);
+        tm_error("TIERMEM_DRIVER='%s' is not a usable CUDA driver (%s); using %s with tiering off", shown, why,
+                 TM_DEFAULT_DRIVER);
+        tm_tiering_off("TIERMEM_DRIVER is not usable");
+        memset(&tm_real, 0, sizeof tm_real);
+        handle = dlopen(TM_DEFAULT_DRIVER, RTLD_LAZY | RTLD_LOCAL);
+        ok = handle && fill_table(handle);
+    }
+    if (ok) {
+        tm_hook_map_build();
+        __atomic_store_n(&tm_driver_loaded, true, __ATOMIC_RELEASE);
+    } else {
+        memset(&tm_real, 0, sizeof tm_real);
+        tm_error("cannot load the CUDA driver %s (%s)", TM_DEFAULT_DRIVER, handle ? "not a driver" : dlerror());
+    }
+    loading_here = false;
+}
+
+bool tm_driver_load(void)
+{
+    if (loading_here)
+        return false;
+    pthread_once(&load_once, load);
+    return __atomic_load_n(&tm_driver_loaded, __ATOMIC_ACQUIRE);
+}
+
+void tm_release_failed(const char *call, CUresult result)
+{
+    tm_log_once(TM_LOG_WARN, "%s failed twice (error %d); that memory may stay allocated", call, (int)result);
+}
