@@ -397,6 +397,11 @@ const char *tm_heat_source_name(tm_heat_source source)
     return (unsigned)source <= TM_HEAT_SOURCE_OFF ? heat_source_names[source] : "?";
 }
 
+tm_heat_source tm_heat_in_process_source(tm_heat_source configured)
+{
+    return configured == TM_HEAT_SOURCE_OFF ? TM_HEAT_SOURCE_OFF : TM_HEAT_SOURCE_LAUNCH;
+}
+
 const char *tm_policy_name(tm_policy_kind policy)
 {
     switch (policy) {

@@ -118,4 +118,9 @@ const char *tm_meminfo_view_name(tm_meminfo_view view);
 const char *tm_policy_name(tm_policy_kind policy);
 const char *tm_heat_source_name(tm_heat_source source);
 
+/* The source the interposer runs itself for a configured one: kernel parameters of sampled
+ * launches, unless heat is off (BPF heat comes from a collector beside the process, which
+ * writes into its stats region). */
+tm_heat_source tm_heat_in_process_source(tm_heat_source configured);
+
 #endif /* TM_POLICY_CONFIG_H */

@@ -21,6 +21,53 @@ bool tm_policy_wants_plain(const tm_policy *policy, const tm_alloc_desc *alloc)
     return rule && rule->plain;
 }
 
+/* ---------------------------------------------------------------- routing */
+
+/* Weights of at most 1/STREAM_MIN_SHARE of a chunk stay in HBM while they fit: the fixed
+ * costs of streaming one (a copy's start, three remap calls, a ring slot held through its
+ * reader) are about what its bytes take on the link. */
+#define STREAM_MIN_SHARE 8
+
+/* Whether a weight of `bytes` takes HBM, `room` being what HBM has left for weights: each
+ * weight adds its share of the room to a credit, and a weight the credit covers goes to HBM. */
+static bool weight_takes_hbm(uint64_t bytes, uint64_t room, uint64_t chunk, uint64_t left, tm_route_state *state)
+{
+    if (left <= room || bytes <= chunk / STREAM_MIN_SHARE)
+        return true; /* the rest fits, or too small to be worth a copy of its own */
+    int64_t share = (int64_t)((double)bytes * (double)room / (double)left);
+    if (__atomic_add_fetch(&state->weight_credit, share, __ATOMIC_RELAXED) < (int64_t)bytes)
+        return false;
+    __atomic_sub_fetch(&state->weight_credit, (int64_t)bytes, __ATOMIC_RELAXED);
+    return true;
+}
+
+tm_route_answer tm_policy_route(const tm_policy *policy, const tm_route_query *q, tm_route_state *state)
+{
+    tm_alloc_desc desc = { .size = q->bytes };
+    const tm_rule *rule = tm_rules_match(&policy->rules, &desc);
+    if (rule && rule->plain)
+        return (tm_route_answer){ TM_ROUTE_SMALL, false }; /* shareable with any process */
+    bool chunks = q->bytes >= policy->min_tiered || (rule && rule->tier != TM_TIER_HBM);
+    uint64_t limit = q->hbm_limit;
+    if (q->streaming && !chunks && q->weights_loading) { /* a weight: the reserve stays for what comes next */
+        limit = limit > q->hbm_reserve ? limit - q->hbm_reserve : 0;
+        if (q->hbm_used + q->bytes <= limit &&
+            !weight_takes_hbm(q->bytes, limit - q->hbm_used, policy->chunk_size, q->weights_left, state))
+            return (tm_route_answer){ TM_ROUTE_LOWER, false };
+    }
+    bool room = q->hbm_used + q->bytes <= limit;
+    bool driver_memory = q->keep_plain || !chunks;
+    if (!room && driver_memory && q->hbm_used - q->hbm_pooled + q->bytes <= limit)
+        return (tm_route_answer){ TM_ROUTE_SMALL, true }; /* the room the pool holds, for memory the driver makes */
+    if (room && q->keep_plain)
+        return (tm_route_answer){ TM_ROUTE_SMALL, false };
+    if (chunks)
+        return (tm_route_answer){ TM_ROUTE_CHUNKED, false };
+    return (tm_route_answer){ room ? TM_ROUTE_SMALL : TM_ROUTE_CHUNKED, false };
+}
+
+/* ---------------------------------------------------------------- placement */
+
 /* The tiers an allocation may use, in the order it fills them: the rule's tier first (when
  * one matches), then the tier order. Absent tiers are left out. */
 static int tier_sequence(const tm_policy *policy, const tm_tiers *tiers, const tm_alloc_desc *alloc,

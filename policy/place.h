@@ -47,6 +47,48 @@ typedef struct tm_plan {
     int run_count;
 } tm_plan;
 
+/* ---------------------------------------------------------------- routing */
+
+/* How an allocation request is served. */
+typedef enum tm_route {
+    TM_ROUTE_DRIVER,        /* straight to the driver, not tracked (tiering off, no context) */
+    TM_ROUTE_SMALL,         /* to the driver, counted in HBM */
+    TM_ROUTE_CHUNKED,       /* chunks placed across the tiers */
+    TM_ROUTE_LOWER,         /* chunks placed in the tiers below HBM (a weight that streams) */
+} tm_route;
+
+/* What routing one request looks at: the device's HBM now, and the program's phase. */
+typedef struct tm_route_query {
+    uint64_t bytes;
+    uint64_t hbm_used;          /* HBM placed now, pooled chunks included */
+    uint64_t hbm_limit;
+    uint64_t hbm_reserve;       /* kept for what the program makes after its weights */
+    uint64_t hbm_pooled;        /* of hbm_used, what the chunk pool holds: room once drained */
+    bool streaming;             /* spilled weights stream through a ring of HBM chunks */
+    bool weights_loading;       /* a model file's tensors are being uploaded */
+    uint64_t weights_left;      /* bytes of those tensors not uploaded yet */
+    bool keep_plain;            /* TIERMEM_IPC=passthrough: what HBM has room for stays plain */
+} tm_route_query;
+
+/* What one device's routing carries from request to request. */
+typedef struct tm_route_state {
+    int64_t weight_credit;      /* HBM share of the loading weights not spent yet, bytes (atomic) */
+} tm_route_state;
+
+typedef struct tm_route_answer {
+    tm_route route;
+    bool drain_pool;            /* HBM has the room only once the chunk pool is drained: drain
+                                 * it, then ask again with what HBM holds then */
+} tm_route_answer;
+
+/* Routes one request. While weights load with a ring to stream them, a small allocation is
+ * taken for a weight and leaves HBM's reserve alone, as chunked ones do; the loading files'
+ * bytes still to come get HBM in the share the room left is of them, spread evenly over the
+ * load order, so that streamed and resident weights alternate through a step (the copy
+ * engine fills the ring while kernels read what stays in HBM). A small allocation HBM has
+ * no room for any more goes to the lower tiers, chunked. */
+tm_route_answer tm_policy_route(const tm_policy *policy, const tm_route_query *query, tm_route_state *state);
+
 /* Should this allocation be chunked (VMM-backed), or pass through to HBM? */
 bool tm_policy_wants_chunks(const tm_policy *policy, const tm_alloc_desc *alloc);
 

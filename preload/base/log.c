@@ -1,5 +1,6 @@
 /* log.c — see log.h. */
 #include "preload/base/log.h"
+#include "preload/base/libc_real.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -31,12 +32,12 @@ bool tm_log_open(const tm_config *config)
     log_level = config->log_level;
     if (!config->log_file[0])
         return true;
-    int fd = open(config->log_file, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY,
+    int fd = tm_libc_open(config->log_file, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY,
                   0644);
     const char *why = fd < 0 ? (errno == ELOOP ? "a symbolic link" : strerror(errno)) : refuse_log_file(fd);
     if (why) {
         if (fd >= 0)
-            close(fd);
+            tm_libc_close(fd);
         char shown[96];
         tm_printable(config->log_file, shown, sizeof shown);
         dprintf(STDERR_FILENO, "tiermem: TIERMEM_LOG_FILE='%s' cannot be opened (%s); tiering is "

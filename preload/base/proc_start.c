@@ -1,5 +1,6 @@
 /* proc_start.c — see proc_start.h. */
 #include "preload/base/proc_start.h"
+#include "preload/base/libc_real.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -12,11 +13,11 @@ uint64_t tm_proc_start_time(pid_t pid)
 {
     char path[64], text[1024];
     snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = tm_libc_open(path, O_RDONLY | O_CLOEXEC, 0);
     if (fd < 0)
         return 0;
-    ssize_t n = read(fd, text, sizeof text - 1);
-    close(fd);
+    ssize_t n = tm_libc_read(fd, text, sizeof text - 1);
+    tm_libc_close(fd);
     if (n <= 0)
         return 0;
     text[n] = '\0';

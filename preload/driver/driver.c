@@ -5,15 +5,23 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "preload/hooks/hook_table.h"
 #include "preload/base/log.h"
-#include "preload/state.h"
+#include "preload/base/libc_real.h"
+#include "preload/base/settings.h"
 
 tm_driver_table tm_real;
 bool tm_driver_loaded;
 
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 static __thread bool loading_here; /* the driver's own start-up may look symbols up */
+
+/* Whether `fn` lies in this library: a driver path that leads back to the interposer
+ * would make every hook call itself. */
+static bool is_ours(void *fn)
+{
+    Dl_info ours, theirs;
+    return dladdr((void *)&is_ours, &ours) && dladdr(fn, &theirs) && ours.dli_fbase == theirs.dli_fbase;
+}
 
 /* Fills the table from `handle`. False when the library is no driver or is this one. */
 static bool fill_table(void *handle)
@@ -24,8 +32,8 @@ static bool fill_table(void *handle)
 #include "preload/driver/driver_calls.def"
     if (!tm_real.cuGetProcAddress_v2 && !tm_real.cuMemAlloc_v2)
         return false;
-    /* a driver path that leads back to the interposer would make every hook call itself */
-    return tm_real.cuMemAlloc_v2 != &cuMemAlloc_v2 && tm_real.cuGetProcAddress_v2 != &cuGetProcAddress_v2;
+    return !(tm_real.cuMemAlloc_v2 && is_ours((void *)tm_real.cuMemAlloc_v2)) &&
+           !(tm_real.cuGetProcAddress_v2 && is_ours((void *)tm_real.cuGetProcAddress_v2));
 }
 
 static void load(void)
@@ -46,7 +54,6 @@ static void load(void)
         ok = handle && fill_table(handle);
     }
     if (ok) {
-        tm_hook_map_build();
         __atomic_store_n(&tm_driver_loaded, true, __ATOMIC_RELEASE);
     } else {
         memset(&tm_real, 0, sizeof tm_real);
@@ -61,6 +68,16 @@ bool tm_driver_load(void)
         return false;
     pthread_once(&load_once, load);
     return __atomic_load_n(&tm_driver_loaded, __ATOMIC_ACQUIRE);
+}
+
+bool tm_stream_capturing(CUstream stream, bool ptsz)
+{
+    PFN_cuStreamIsCapturing_v10000 is_capturing =
+        ptsz && tm_real.cuStreamIsCapturing_ptsz ? tm_real.cuStreamIsCapturing_ptsz : tm_real.cuStreamIsCapturing;
+    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+    if (!is_capturing || is_capturing(stream, &status) != CUDA_SUCCESS)
+        return false;
+    return status != CU_STREAM_CAPTURE_STATUS_NONE;
 }
 
 void tm_release_failed(const char *call, CUresult result)

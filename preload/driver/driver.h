@@ -33,6 +33,10 @@ static inline bool tm_driver_ready(void)
     return __atomic_load_n(&tm_driver_loaded, __ATOMIC_ACQUIRE) || tm_driver_load();
 }
 
+/* Is `stream` capturing into a graph? (`ptsz`: the per-thread default stream form.)
+ * False when the driver cannot say. */
+bool tm_stream_capturing(CUstream stream, bool ptsz);
+
 /* A driver call that gives memory back: a refusal is tried once more (what tiermem holds
  * must not leak for one failed call), and a second one is logged once. Used only through
  * the macro below, which names the call. */
@@ -43,8 +47,5 @@ void tm_release_failed(const char *call, CUresult result);
         if (tm_released_ != CUDA_SUCCESS && (tm_released_ = (call)) != CUDA_SUCCESS) \
             tm_release_failed(#call, tm_released_);                          \
     } while (0)
-
-/* glibc's own dlsym (never the interposer's). */
-void *tm_real_dlsym(void *handle, const char *symbol);
 
 #endif /* TM_PRELOAD_DRIVER_H */

@@ -367,9 +367,9 @@ uint64_t tm_file_tier_make_room(tm_device *d, uint64_t chunks)
 {
     if (!__atomic_load_n(&enabled, __ATOMIC_ACQUIRE) || d != tier_device)
         return 0;
-    tm_migrate_lock();
+    tm_remap_lock();
     uint64_t dropped = drop_chunks(chunks, UINT64_MAX);
-    tm_migrate_unlock();
+    tm_remap_unlock();
     if (dropped)
         tm_debug("file tier: %llu chunks dropped to make room", (unsigned long long)dropped);
     return dropped;
@@ -452,11 +452,6 @@ typedef struct need {
     uint64_t first, end;           /* chunks [first, end) */
 } need;
 
-static void take_alloc(const tm_range *range, void *arg)
-{
-    *(tm_alloc **)arg = (tm_alloc *)range; /* records are the registry's, never const */
-}
-
 /* Reads back what `needs` name; marks them needed at `now` first, so that reading one
  * back never drops another. */
 static CUresult read_back_all(const need *needs, size_t count, uint64_t now)
@@ -479,22 +474,20 @@ static CUresult read_back_all(const need *needs, size_t count, uint64_t now)
     return r;
 }
 
-/* The allocation holding `address`, if it has file-tier chunks (with the migration lock). */
+/* The allocation holding `address`, if it has file-tier chunks (with the remap lock). */
 static tm_alloc *tracked_at(CUdeviceptr address)
 {
-    tm_alloc *a = NULL;
-    if (!tm_registry_find(address, take_alloc, &a) || !a->backing || !__atomic_load_n(&a->file, __ATOMIC_ACQUIRE))
-        return NULL;
-    return a;
+    tm_alloc *a = tm_alloc_at(address);
+    return a && a->backing && __atomic_load_n(&a->file, __ATOMIC_ACQUIRE) ? a : NULL;
 }
 
-CUresult tm_file_tier_prepare_launch(CUfunction f, void **params, void **extra, uint64_t *epoch_out)
+static CUresult prepare_launch(CUfunction f, void **params, void **extra, uint64_t *epoch_out)
 {
     uint64_t values[TM_LAUNCH_MAX_POINTERS];
-    size_t n = tm_launch_pointers(f, params, extra, values);
+    size_t n = tm_launch_pointers(f, params, extra, values, NULL);
     need needs[TM_LAUNCH_MAX_POINTERS];
     size_t count = 0;
-    tm_migrate_lock();
+    tm_remap_lock();
     *epoch_out = __atomic_load_n(&epoch, __ATOMIC_ACQUIRE);
     for (size_t i = 0; i < n; i++) {
         tm_alloc *a = tracked_at(values[i]);
@@ -505,31 +498,31 @@ CUresult tm_file_tier_prepare_launch(CUfunction f, void **params, void **extra, 
     uint64_t now = __atomic_add_fetch(&clock_now, 1, __ATOMIC_RELAXED);
     CUresult r = count ? read_back_all(needs, count, now) : CUDA_SUCCESS;
     *epoch_out = __atomic_load_n(&epoch, __ATOMIC_ACQUIRE);
-    tm_migrate_unlock();
+    tm_remap_unlock();
     return r;
 }
 
-bool tm_file_tier_note_capture_slow(CUfunction f, CUstream stream, bool per_thread, void **params, void **extra)
+static bool note_capture(tm_launch *l)
 {
-    if (!tm_stream_capturing(stream, per_thread))
+    if (!tm_launch_capturing(l))
         return false;
     uint64_t values[TM_LAUNCH_MAX_POINTERS];
-    size_t n = tm_launch_pointers(f, params, extra, values);
-    tm_migrate_lock();
+    size_t n = tm_launch_pointers(l->f, l->params, l->extra, values, NULL);
+    tm_remap_lock();
     for (size_t i = 0; i < n; i++) {
-        tm_alloc *a = NULL;
-        if (values[i] && tm_registry_find(values[i], take_alloc, &a) && a->backing &&
+        tm_alloc *a = values[i] ? tm_alloc_at(values[i]) : NULL;
+        if (a && a->backing &&
             !__atomic_exchange_n(&a->graph_pinned, true, __ATOMIC_RELAXED))
             tm_log_once(TM_LOG_INFO, "file tier: memory that launches captured into a graph point into keeps its "
                                      "chunks from then on (a replay's parameters are not seen)");
     }
-    tm_migrate_unlock();
+    tm_remap_unlock();
     return true;
 }
 
-CUresult tm_file_tier_prepare_graph(uint64_t *epoch_out)
+static CUresult prepare_graph(uint64_t *epoch_out)
 {
-    tm_migrate_lock();
+    tm_remap_lock();
     need needs[64];
     size_t count = 0;
     pthread_mutex_lock(&file_lock);
@@ -547,14 +540,14 @@ CUresult tm_file_tier_prepare_graph(uint64_t *epoch_out)
     uint64_t now = __atomic_add_fetch(&clock_now, 1, __ATOMIC_RELAXED);
     CUresult r = count ? read_back_all(needs, count, now) : CUDA_SUCCESS;
     *epoch_out = __atomic_load_n(&epoch, __ATOMIC_ACQUIRE);
-    tm_migrate_unlock();
+    tm_remap_unlock();
     return r;
 }
 
 CUresult tm_file_tier_prepare_range(CUdeviceptr address, uint64_t bytes, uint64_t *epoch_out)
 {
     CUresult r = CUDA_SUCCESS;
-    tm_migrate_lock();
+    tm_remap_lock();
     tm_alloc *a = bytes ? tracked_at(address) : NULL;
     if (a) {
         uint64_t chunk = a->backing->plan.chunk_size, last = address + bytes - 1;
@@ -564,7 +557,7 @@ CUresult tm_file_tier_prepare_range(CUdeviceptr address, uint64_t bytes, uint64_
         r = read_back_all(&one, 1, __atomic_add_fetch(&clock_now, 1, __ATOMIC_RELAXED));
     }
     *epoch_out = __atomic_load_n(&epoch, __ATOMIC_ACQUIRE);
-    tm_migrate_unlock();
+    tm_remap_unlock();
     return r;
 }
 
@@ -588,3 +581,47 @@ bool tm_file_tier_epoch_holds(uint64_t seen)
 {
     return __atomic_load_n(&epoch, __ATOMIC_ACQUIRE) == seen;
 }
+
+/* ---------------------------------------------------------------- the watcher */
+
+static bool file_before_launch(tm_launch *l)
+{
+    note_capture(l);
+    return false;
+}
+
+static CUresult file_prepare_launch(tm_launch *l, uint64_t *epoch)
+{
+    if (l->graph)
+        return prepare_graph(epoch);
+    if (l->capturing == 1) { /* seen capturing by file_before_launch: its graph reads back */
+        *epoch = TM_LAUNCH_NOTHING_HELD;
+        return CUDA_SUCCESS;
+    }
+    return prepare_launch(l->f, l->params, l->extra, epoch);
+}
+
+const tm_launch_watcher tm_file_tier_launch_watcher = {
+    .name = "file tier",
+    .watching = &tm_file_tier_on,
+    .before = file_before_launch,
+    .preparing = &tm_file_tier_dropped_now,
+    .prepare = file_prepare_launch,
+    .holds = tm_file_tier_epoch_holds,
+};
+
+static void file_released(tm_alloc *a, tm_release_kind how)
+{
+    if (how == TM_RELEASE_FREED) {
+        tm_file_tier_forget(a);
+    } else { /* the parent's: forget_in_child dropped the tracking */
+        free(a->file);
+        a->file = NULL;
+    }
+}
+
+const tm_alloc_watcher tm_file_tier_alloc_watcher = {
+    .name = "file tier",
+    .released = file_released,
+    .make_room = tm_file_tier_make_room,
+};

@@ -33,6 +33,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "preload/driver/launch.h"
 #include "preload/mem/alloc.h"
 #include "preload/tiers/device.h"
 #include "preload/model/model_files.h"
@@ -58,39 +59,33 @@ void tm_file_tier_filled(tm_alloc *a, uint64_t index, const tm_model_file *file,
  * qualifying chunks. Returns how many it dropped. */
 uint64_t tm_file_tier_make_room(tm_device *device, uint64_t chunks);
 
-/* Reads back the dropped chunks a launch's parameters point into, or that
- * [address, address + bytes) overlaps (a copy); *epoch the drop count they were read back
- * at. CUDA_SUCCESS, or the error the call must fail with. */
-CUresult tm_file_tier_prepare_launch(CUfunction f, void **params, void **extra, uint64_t *epoch);
+/* Reads back the dropped chunks that [address, address + bytes) overlaps (a copy); *epoch
+ * the drop count they were read back at. CUDA_SUCCESS, or the error the call must fail
+ * with. */
 CUresult tm_file_tier_prepare_range(CUdeviceptr address, uint64_t bytes, uint64_t *epoch);
 /* Both ranges of a device-to-device copy; *epoch that of the first (a drop after it, even
  * one that made room to read the second back, sends the caller round again). */
 CUresult tm_file_tier_prepare_copy(CUdeviceptr dst, CUdeviceptr src, uint64_t bytes, uint64_t *epoch);
 
-/* Before a launch on `stream` (`per_thread`: a _ptsz launch), while the tier is on (the
- * fast path costs one load otherwise): true when the stream is capturing a graph. The
- * chunked allocations the parameters point into are then pinned (graph_pinned), and the
- * launch must go without read-backs, whose synchronisation would end the capture: the
- * graph's launches read them back (tm_file_tier_prepare_graph). */
+/* The tier as a watcher of launches (driver/launch.h). While the tier is on, a launch
+ * whose stream is capturing a graph pins the chunked allocations its parameters point
+ * into (graph_pinned) and goes without read-backs, whose synchronisation would end the
+ * capture; while chunks are dropped, every other launch has the dropped chunks its
+ * parameters point into read back first, and a graph launch every dropped chunk of the
+ * pinned allocations (a capture saw them dropped; once read back they stay). */
 extern bool tm_file_tier_on;
-bool tm_file_tier_note_capture_slow(CUfunction f, CUstream stream, bool per_thread, void **params, void **extra);
-static inline bool tm_file_tier_note_capture(CUfunction f, CUstream stream, bool per_thread, void **params,
-                                             void **extra)
-{
-    return __atomic_load_n(&tm_file_tier_on, __ATOMIC_RELAXED) &&
-           tm_file_tier_note_capture_slow(f, stream, per_thread, params, extra);
-}
-
-/* Before a graph launch: reads back every dropped chunk of the pinned allocations (a
- * capture saw them dropped; once read back they stay); *epoch as for launches. */
-CUresult tm_file_tier_prepare_graph(uint64_t *epoch);
+extern const tm_launch_watcher tm_file_tier_launch_watcher;
 
 /* True when no chunk was dropped since `epoch` (call with the gate entered). */
 bool tm_file_tier_epoch_holds(uint64_t epoch);
 
-/* A free: forgets the allocation's chunks (called with the migration lock held, before its
+/* A free: forgets the allocation's chunks (called with the remap lock held, before its
  * backing is destroyed). */
 void tm_file_tier_forget(tm_alloc *a);
+
+/* As a watcher of allocations: a free forgets their chunks; placement that finds no room
+ * has the coldest qualifying chunks dropped (tm_file_tier_make_room). */
+extern const tm_alloc_watcher tm_file_tier_alloc_watcher;
 
 /* A fork child: the parent's allocations and ring are not its own (the records went with
  * tm_forget_all_in_child). */
@@ -120,9 +115,6 @@ void tm_file_tier_forget_in_child(void);
         }                                                                                   \
         tm_file_result_;                                                                    \
     })
-#define TM_FILE_GATED_LAUNCH(f, params, extra, call) \
-    TM_FILE_GATED_(tm_file_tier_prepare_launch(f, params, extra, &tm_file_epoch_), call)
-#define TM_FILE_GATED_GRAPH(call) TM_FILE_GATED_(tm_file_tier_prepare_graph(&tm_file_epoch_), call)
 #define TM_FILE_GATED_RANGE(address, bytes, call) \
     TM_FILE_GATED_(tm_file_tier_prepare_range(address, bytes, &tm_file_epoch_), call)
 #define TM_FILE_GATED_COPY(dst, src, bytes, call) \

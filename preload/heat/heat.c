@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "policy/units.h"
 #include "preload/mem/alloc.h"
 #include "preload/heat/heat_launch.h"
 #include "preload/base/log.h"
@@ -35,7 +36,7 @@ void tm_heat_start(const tm_config *config)
                 "tiermem-heat --pid beside the process", halflife_s);
         break;
     }
-    active = TM_HEAT_SOURCE_LAUNCH;
+    active = tm_heat_in_process_source(config->heat);
     tm_heat_launch_enable(config->heat_sample);
 }
 
@@ -146,3 +147,23 @@ double tm_heat_alloc_density(const tm_alloc *a, uint32_t h, uint64_t tick)
     uint64_t extent = a->backing ? a->backing->bytes : a->range.size;
     return bytes / (double)tm_heat_chunk_bytes(extent, (uint64_t)1 << a->heat_chunk_shift, h);
 }
+
+/* ---------------------------------------------------------------- the watcher */
+
+static void heat_created(tm_alloc *a)
+{
+    tm_heat_alloc_attach(a, a->backing ? a->backing->bytes : a->range.size,
+                         a->backing ? a->backing->plan.chunk_size : 2 * TM_MIB);
+}
+
+static void heat_released(tm_alloc *a, tm_release_kind how)
+{
+    (void)how;
+    tm_heat_alloc_detach(a);
+}
+
+const tm_alloc_watcher tm_heat_alloc_watcher = {
+    .name = "heat",
+    .created = heat_created,
+    .released = heat_released,
+};

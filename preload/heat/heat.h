@@ -9,8 +9,8 @@
 
 #include "policy/config.h"
 #include "policy/heat.h"
+#include "preload/mem/alloc.h"
 
-typedef struct tm_alloc tm_alloc;
 
 /* Chooses the in-process source from the configuration and says which, in one info line
  * (and why, when a better one is not used). */
@@ -23,6 +23,9 @@ tm_heat_source tm_heat_source_active(void);
 uint64_t tm_heat_now_tick(void);
 /* The length of one heat interval. */
 uint64_t tm_heat_tick_ns(void);
+
+/* Allocations get their heat chunks when recorded and lose them as they go. */
+extern const tm_alloc_watcher tm_heat_alloc_watcher;
 
 /* Gives a recorded allocation its heat chunks (memory the program cannot reach is never
  * credited: `extent` bytes, whole chunks). Nothing happens with heat off. */

@@ -14,16 +14,12 @@
 #include "preload/region/stats.h"
 
 bool tm_heat_launch_on;
-__thread uint32_t tm_heat_countdown;
+static __thread uint32_t countdown; /* launches of this thread until its next sample */
 
 /* Without a better guess, a kernel touches at most this much of each buffer it is handed,
  * per thread launched: a gather of a few rows reaches little of a table, a matrix-vector
  * product over all rows reaches all of its matrix. */
 #define BYTES_PER_THREAD 16
-#define MAX_PARAMS 64
-#define SCAN_PARAMS 16         /* argument array entries read when the layout is unknown */
-#define SCAN_SPAN 4096         /* ... and only while they point close to the first one */
-#define SCAN_BUFFER 4096       /* bytes of a CU_LAUNCH_PARAM_BUFFER scanned */
 
 static uint32_t sample_every = 1;
 static bool sample_fixed;              /* TIERMEM_HEAT_SAMPLE: sample_every and burst_len stay */
@@ -51,234 +47,6 @@ static uint64_t now_ns(void)
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
-}
-
-/* ---------------------------------------------------------------- parameter layouts */
-
-typedef struct param_layout {
-    CUfunction f;              /* the key; stored last */
-    bool scan;                 /* the driver gave no layout: scan the arguments */
-    uint32_t count;            /* parameters with a known layout; with `scan`, entries the
-                                * first scan found (0: not scanned yet) */
-    uint64_t wide;             /* bit i: parameter i is pointer-sized */
-    uint16_t offset[MAX_PARAMS];
-} param_layout;
-
-#define LAYOUT_SLOTS 1024      /* a power of two */
-#define LAYOUT_PROBES 8
-static param_layout layouts[LAYOUT_SLOTS];
-static pthread_mutex_t layout_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static void query_layout(CUfunction f, param_layout *out)
-{
-    memset(out, 0, sizeof *out);
-    out->f = f;
-    out->scan = true;
-    if (!tm_real.cuFuncGetParamInfo)
-        return;
-    for (size_t i = 0; i < MAX_PARAMS; i++) {
-        size_t offset, size;
-        CUresult rc = tm_real.cuFuncGetParamInfo(f, i, &offset, &size);
-        if (rc != CUDA_SUCCESS) {
-            /* an index past the last parameter is INVALID_VALUE; anything else at the
-             * first one means this driver keeps no layouts */
-            if (i > 0 || rc == CUDA_ERROR_INVALID_VALUE)
-                out->scan = false;
-            return;
-        }
-        if (offset > UINT16_MAX) {
-            out->scan = false;
-            return;
-        }
-        out->offset[i] = (uint16_t)offset;
-        if (size == sizeof(uint64_t))
-            out->wide |= (uint64_t)1 << i;
-        out->count = (uint32_t)i + 1;
-    }
-    out->scan = false;
-}
-
-static size_t slot_of(CUfunction f)
-{
-    return (size_t)(((uintptr_t)f >> 4) * 0x9E3779B97F4A7C15ull >> 32) & (LAYOUT_SLOTS - 1);
-}
-
-/* The cached layout of f, or a fresh one in *scratch when the cache is full; *queried
- * says whether the driver was asked. */
-static param_layout *layout_of(CUfunction f, param_layout *scratch, bool *queried)
-{
-    size_t home = slot_of(f);
-    for (size_t p = 0; p < LAYOUT_PROBES; p++) {
-        param_layout *l = &layouts[(home + p) & (LAYOUT_SLOTS - 1)];
-        CUfunction key = __atomic_load_n(&l->f, __ATOMIC_ACQUIRE);
-        if (key == f)
-            return l;
-        if (!key)
-            break;
-    }
-    query_layout(f, scratch);
-    *queried = true;
-    param_layout *result = scratch;
-    pthread_mutex_lock(&layout_lock);
-    for (size_t p = 0; p < LAYOUT_PROBES; p++) {
-        param_layout *l = &layouts[(home + p) & (LAYOUT_SLOTS - 1)];
-        if (l->f == f) {
-            result = l;
-            break;
-        }
-        if (!l->f) {
-            memcpy(l->offset, scratch->offset, sizeof l->offset);
-            l->scan = scratch->scan;
-            l->count = scratch->count;
-            l->wide = scratch->wide;
-            __atomic_store_n(&l->f, f, __ATOMIC_RELEASE);
-            result = l;
-            break;
-        }
-    }
-    pthread_mutex_unlock(&layout_lock);
-    return result;
-}
-
-/* ---------------------------------------------------------------- parameter values */
-
-/* Reads memory of this process that may not be mapped, without a fault. */
-static bool read_own(const void *address, void *out, size_t len)
-{
-    struct iovec local = { .iov_base = out, .iov_len = len };
-    struct iovec remote = { .iov_base = (void *)(uintptr_t)address, .iov_len = len };
-    return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == (ssize_t)len;
-}
-
-static bool same_page(const void *a, const void *b)
-{
-    return ((uintptr_t)a >> 12) == ((uintptr_t)b >> 12);
-}
-
-/* The top of this thread's stack: arguments a caller keeps in its own frames lie between
- * the current frame and it, where every page is mapped. */
-static __thread uintptr_t stack_top;
-
-static bool in_caller_frames(const void *address, size_t len)
-{
-    if (!stack_top) {
-        pthread_attr_t attr;
-        void *base;
-        size_t size;
-        stack_top = 1; /* unknown: never matches */
-        if (pthread_getattr_np(pthread_self(), &attr) == 0) {
-            if (pthread_attr_getstack(&attr, &base, &size) == 0)
-                stack_top = (uintptr_t)base + size;
-            pthread_attr_destroy(&attr);
-        }
-    }
-    uintptr_t here = (uintptr_t)__builtin_frame_address(0), at = (uintptr_t)address;
-    return at >= here && at + len <= stack_top && at + len > at;
-}
-
-/* A copy that sanitizers leave alone: past the end of an argument array the scan reads
- * whatever the caller's frame holds there, which may be a sanitizer's red zone. */
-__attribute__((no_sanitize("address"))) static void copy_unchecked(void *out, const void *from, size_t len)
-{
-    volatile const unsigned char *src = from;
-    unsigned char *dst = out;
-    for (size_t i = 0; i < len; i++)
-        dst[i] = src[i];
-}
-
-/* Reads memory on the page of `known` (readable) or in the caller's frames directly;
- * other memory safely. */
-static bool read_near(const void *known, const void *address, void *out, size_t len)
-{
-    if ((same_page(known, address) && same_page(known, (const char *)address + len - 1)) ||
-        in_caller_frames(address, len)) {
-        copy_unchecked(out, address, len);
-        return true;
-    }
-    return read_own(address, out, len);
-}
-
-/* The argument array has no length: read entries while they can be read and point near
- * the first (arguments of one launch live together). The first scan of a function reads
- * everything safely and learns how many entries there are (*learned); later ones trust
- * the first entry and read what shares a page with it directly. */
-static size_t scan_params(void **params, uint64_t *values, uint32_t known, uint32_t *learned)
-{
-    size_t n = 0;
-    void *first = NULL;
-    size_t limit = known ? known : SCAN_PARAMS;
-    for (size_t i = 0; i < limit; i++) {
-        void *entry;
-        bool ok = known ? (i == 0 ? (entry = params[0], true) : read_near(&params[0], &params[i], &entry, sizeof entry))
-                        : read_own(&params[i], &entry, sizeof entry);
-        if (!ok || !entry)
-            break;
-        if (i == 0)
-            first = entry;
-        else if ((uintptr_t)entry - (uintptr_t)first + SCAN_SPAN > 2 * SCAN_SPAN)
-            break;
-        ok = known ? read_near(first, entry, &values[n], sizeof values[n])
-                   : read_own(entry, &values[n], sizeof values[n]);
-        if (!ok)
-            break;
-        n++;
-    }
-    *learned = (uint32_t)n;
-    return n;
-}
-
-/* *learning: this launch taught the cache something (a first scan), at a one-time cost. */
-static size_t gather_values(param_layout *l, void **params, void **extra, uint64_t *values, bool *learning)
-{
-    const char *buffer = NULL;
-    size_t buffer_size = 0;
-    if (!params && extra) {
-        for (size_t i = 0; i < 32 && extra[i] != CU_LAUNCH_PARAM_END; i += 2) {
-            if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER)
-                buffer = extra[i + 1];
-            else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE && extra[i + 1])
-                buffer_size = *(const size_t *)extra[i + 1];
-        }
-        if (!buffer)
-            return 0;
-    }
-    size_t n = 0;
-    if (!l->scan) {
-        for (uint32_t i = 0; i < l->count; i++) {
-            if (!(l->wide >> i & 1))
-                continue;
-            if (params)
-                memcpy(&values[n++], params[i], sizeof *values);
-            else if ((size_t)l->offset[i] + sizeof *values <= buffer_size)
-                memcpy(&values[n++], buffer + l->offset[i], sizeof *values);
-        }
-        return n;
-    }
-    if (params) {
-        uint32_t learned;
-        uint32_t known = __atomic_load_n(&l->count, __ATOMIC_RELAXED);
-        n = scan_params(params, values, known, &learned);
-        if (!known && learned)
-            __atomic_store_n(&l->count, learned, __ATOMIC_RELAXED);
-        if (!known)
-            *learning = true;
-        return n;
-    }
-    size_t end = buffer_size < SCAN_BUFFER ? buffer_size : SCAN_BUFFER;
-    for (size_t off = 0; off + sizeof *values <= end && n < MAX_PARAMS; off += sizeof *values)
-        memcpy(&values[n++], buffer + off, sizeof *values);
-    return n;
-}
-
-size_t tm_launch_pointers(CUfunction f, void **params, void **extra, uint64_t *values)
-{
-    _Static_assert(TM_LAUNCH_MAX_POINTERS >= MAX_PARAMS, "room for every parameter");
-    if (!params && !extra)
-        return 0;
-    bool learning = false;
-    param_layout scratch;
-    param_layout *l = layout_of(f, &scratch, &learning);
-    return gather_values(l, params, extra, values, &learning);
 }
 
 /* ---------------------------------------------------------------- bursts */
@@ -326,10 +94,9 @@ typedef struct sample {
     uint64_t tick;
 } sample;
 
-static void credit_one(const tm_range *range, void *arg)
+static void credit_one(tm_alloc *a, void *arg) /* heat is changed under the allocation's heat lock */
 {
     const sample *s = arg;
-    tm_alloc *a = (tm_alloc *)(uintptr_t)range; /* heat is changed under the allocation's heat lock */
     uint64_t offset = s->value - a->range.base;
     if (!a->heat || offset >= a->range.size)
         return;
@@ -338,7 +105,7 @@ static void credit_one(const tm_range *range, void *arg)
     tm_heat_alloc_credit(a, offset, reach, bytes * s->weight, s->tick);
 }
 
-void tm_heat_sample_launch(CUfunction f, uint64_t threads, void **params, void **extra)
+static void sample_launch(CUfunction f, uint64_t threads, void **params, void **extra)
 {
     uint64_t start = now_ns();
     uint32_t every = __atomic_load_n(&sample_every, __ATOMIC_RELAXED);
@@ -346,10 +113,8 @@ void tm_heat_sample_launch(CUfunction f, uint64_t threads, void **params, void *
         begin_burst(start, every);
     bool learning = false; /* asking the driver for a layout, or a first scan: once per function */
     if (tm_registry_count() != 0 && (params || extra)) {
-        param_layout scratch;
-        param_layout *l = layout_of(f, &scratch, &learning);
-        uint64_t values[MAX_PARAMS];
-        size_t n = gather_values(l, params, extra, values, &learning);
+        uint64_t values[TM_LAUNCH_MAX_POINTERS];
+        size_t n = tm_launch_pointers(f, params, extra, values, &learning);
         sample s = { .reach_bytes = (double)threads * BYTES_PER_THREAD, .weight = every,
                      .tick = tm_heat_now_tick() };
         uint64_t lo = __atomic_load_n(&tm_heat_span_lo, __ATOMIC_RELAXED);
@@ -357,7 +122,7 @@ void tm_heat_sample_launch(CUfunction f, uint64_t threads, void **params, void *
         for (size_t i = 0; i < n; i++) {
             s.value = values[i];
             if (s.value >= lo && s.value < hi) /* sizes, counts, floats: never addresses */
-                tm_registry_find(s.value, credit_one, &s);
+                tm_alloc_find(s.value, credit_one, &s);
         }
     }
     uint64_t cost = now_ns() - start;
@@ -379,9 +144,27 @@ void tm_heat_sample_launch(CUfunction f, uint64_t threads, void **params, void *
     if (sample_fixed)
         next = every;
     __atomic_store_n(&sample_every, (uint32_t)next, __ATOMIC_RELAXED);
-    tm_heat_countdown = next_countdown((uint32_t)next);
+    countdown = next_countdown((uint32_t)next);
     tm_stat_add(heat_samples, 1);
     tm_stat_add(heat_launches, every);
     __atomic_store_n(&tm_stats->heat_sample_every, next, __ATOMIC_RELAXED);
     __atomic_store_n(&tm_stats->heat_sample_ns, average, __ATOMIC_RELAXED);
 }
+
+/* ---------------------------------------------------------------- the watcher */
+
+static bool heat_before_launch(tm_launch *l)
+{
+    if (countdown > 1) {
+        countdown--;
+        return false;
+    }
+    sample_launch(l->f, l->threads, l->params, l->extra);
+    return false;
+}
+
+const tm_launch_watcher tm_heat_launch_watcher = {
+    .name = "heat",
+    .watching = &tm_heat_launch_on,
+    .before = heat_before_launch,
+};

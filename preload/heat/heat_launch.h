@@ -23,7 +23,8 @@
 #include <stdint.h>
 
 #include "policy/config.h"
-#include "preload/driver/cuda_api.h"
+#include "preload/driver/launch.h"
+#include "preload/driver/launch_params.h"
 
 #define TM_HEAT_LAUNCH_BUDGET_NS 40   /* average added cost per launch aimed at (goal: under 50) */
 #define TM_HEAT_SAMPLE_EVERY_MAX TM_HEAT_SAMPLE_MAX
@@ -32,35 +33,12 @@
 #define TM_HEAT_BURSTS_PER_TICK 4      /* bursts aimed at per heat interval */
 
 extern bool tm_heat_launch_on;
-extern __thread uint32_t tm_heat_countdown;
 
 /* Turns the source on (tm_heat_start): `fixed_every` 1 launch in N sampled, or 0: N adapts. */
 void tm_heat_launch_enable(uint32_t fixed_every);
 
-/* Reads the parameters of one launch of `threads` threads in all and credits heat. */
-void tm_heat_sample_launch(CUfunction f, uint64_t threads, void **params, void **extra);
-
-/* The pointer-sized parameter values of a launch, from the cached layout of f (as a
- * sample reads them), into values[TM_LAUNCH_MAX_POINTERS]; returns how many. */
-#define TM_LAUNCH_MAX_POINTERS 64
-size_t tm_launch_pointers(CUfunction f, void **params, void **extra, uint64_t *values);
-
-/* The fast path every launch hook takes. */
-static inline void tm_heat_on_launch(CUfunction f, uint64_t threads, void **params, void **extra)
-{
-    if (!__atomic_load_n(&tm_heat_launch_on, __ATOMIC_RELAXED))
-        return;
-    if (tm_heat_countdown > 1) {
-        tm_heat_countdown--;
-        return;
-    }
-    tm_heat_sample_launch(f, threads, params, extra);
-}
-
-static inline uint64_t tm_launch_threads(unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
-                                         unsigned bz)
-{
-    return (uint64_t)gx * gy * gz * ((uint64_t)bx * by * bz);
-}
+/* The source as a watcher of launches (driver/launch.h): while on, each launch counts down
+ * to the next sample; a sampled one has its parameters read and heat credited. */
+extern const tm_launch_watcher tm_heat_launch_watcher;
 
 #endif /* TM_PRELOAD_HEAT_LAUNCH_H */

@@ -82,7 +82,7 @@ void tm_warm_start_load(const tm_config *config)
     char why[160] = "";
     size_t size = 0;
     uint8_t *data = read_file(fd, &size, why, sizeof why);
-    close(fd);
+    tm_libc_close(fd);
     if (data && tm_profile_decode(data, size, &loaded, why, sizeof why) == 0) {
         have_loaded = true;
         tm_info("profile %s: heat of %zu allocations; placing by it from the first launch", path, loaded.count);
@@ -115,9 +115,8 @@ static const char *tensor_name(const tm_alloc *a)
     return NULL;
 }
 
-static void check_one(const tm_range *range, void *arg)
+static void check_one(tm_alloc *a, void *arg)
 {
-    const tm_alloc *a = (const tm_alloc *)range;
     check_state *s = arg;
     if (!a->backing || !a->heat || a->id < FIRST_ORDER + applied_below || s->stale)
         return;
@@ -145,7 +144,7 @@ void tm_warm_start_check(void)
         return;
     pthread_mutex_lock(&lock);
     check_state s = { 0 };
-    tm_registry_each(check_one, &s);
+    tm_alloc_each(check_one, &s);
     if (s.stale) {
         tm_warn("profile %s: stale (%s); ignored", path, s.why);
         tm_profile_free(&loaded);
@@ -227,7 +226,7 @@ static const char *refusal(void)
     bool ours = fd >= 0 && tm_libc_pread(fd, magic, sizeof magic, 0) == (ssize_t)sizeof magic &&
                 tm_profile_has_magic(magic, sizeof magic);
     if (fd >= 0)
-        close(fd);
+        tm_libc_close(fd);
     return ours ? NULL : "a file that is not a tiermem profile is there";
 }
 
@@ -245,10 +244,10 @@ static bool write_all(int fd, const uint8_t *data, size_t size)
     return true;
 }
 
-static void note_live(const tm_range *range, void *arg)
+static void note_live(tm_alloc *a, void *arg)
 {
     (void)arg;
-    tm_warm_start_note((const tm_alloc *)range);
+    tm_warm_start_note(a);
 }
 
 void tm_warm_start_save(void)
@@ -256,7 +255,7 @@ void tm_warm_start_save(void)
     if (!path[0])
         return;
     /* what the program still holds: tiermem leaves it to the driver at exit, unreleased */
-    tm_registry_each(note_live, NULL);
+    tm_alloc_each(note_live, NULL);
     pthread_mutex_lock(&lock);
     qsort(kept.entry, kept.count, sizeof *kept.entry, by_order);
     uint8_t *image = NULL;
@@ -271,7 +270,7 @@ void tm_warm_start_save(void)
         why = strerror(errno);
     if (fd >= 0) {
         bool ok = write_all(fd, image, size) && fsync(fd) == 0;
-        ok = close(fd) == 0 && ok;
+        ok = tm_libc_close(fd) == 0 && ok;
         if (!ok || rename(temp, path) != 0) {
             why = strerror(errno ? errno : EIO);
             unlink(temp); /* ours: made with O_EXCL just now */
@@ -288,3 +287,16 @@ void tm_warm_start_save(void)
     __atomic_store_n(&have_loaded, false, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&lock);
 }
+
+/* ---------------------------------------------------------------- the watcher */
+
+static void warm_released(tm_alloc *a, tm_release_kind how)
+{
+    if (how == TM_RELEASE_FREED)
+        tm_warm_start_note(a);
+}
+
+const tm_alloc_watcher tm_warm_start_alloc_watcher = {
+    .name = "warm start",
+    .released = warm_released,
+};

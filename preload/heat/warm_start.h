@@ -17,8 +17,8 @@
 #include <stdbool.h>
 
 #include "policy/config.h"
+#include "preload/mem/alloc.h"
 
-typedef struct tm_alloc tm_alloc;
 
 /* Reads the profile when TIERMEM_PROFILE is set (heat policy, heat on). */
 void tm_warm_start_load(const tm_config *config);
@@ -35,6 +35,8 @@ const float *tm_warm_start_heat(const tm_alloc *alloc);
 
 /* Keeps the heat of a chunked allocation about to be freed. */
 void tm_warm_start_note(const tm_alloc *alloc);
+/* ... as a watcher of allocations. */
+extern const tm_alloc_watcher tm_warm_start_alloc_watcher;
 
 /* Writes the profile at exit: the allocations freed before, and those still live. */
 void tm_warm_start_save(void);

@@ -1,6 +1,7 @@
 /* hook_alloc.c — every way a program allocates device memory: cuMemAlloc, pitch, async
- * and pool allocations, managed memory, and their frees. Each request is routed (alloc.h):
- * chunked across the tiers, or passed to the driver and counted. */
+ * and pool allocations, managed memory, and their frees. Each request is served by the
+ * core (mem/alloc.h): routed once, then chunked across the tiers, or passed to the driver
+ * (the call given here) and counted. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <uthash.h>
@@ -11,34 +12,10 @@
 
 /* ---------------------------------------------------------------- the shared path */
 
-/* The driver's own allocation call for one path; `args` carries its extra arguments. */
-typedef CUresult (*driver_alloc)(CUdeviceptr *dptr, size_t bytes, const void *args);
-
 typedef struct stream_args {
     CUstream stream;
     CUmemoryPool pool;
 } stream_args;
-
-static CUresult serve(size_t bytes, uint32_t path, CUdeviceptr *dptr, driver_alloc call, const void *args)
-{
-    tm_stream_free_drain();
-    tm_device *device = NULL;
-    CUcontext ctx = NULL;
-    tm_route route = dptr ? tm_route_allocation(bytes, &device, &ctx) : TM_ROUTE_DRIVER;
-    CUresult result;
-    if (route == TM_ROUTE_CHUNKED && tm_alloc_chunked(device, ctx, bytes, path, dptr, &result))
-        return result;
-    if (route == TM_ROUTE_LOWER && tm_alloc_chunked_lower(device, ctx, bytes, path, dptr, &result))
-        return result;
-    result = call(dptr, bytes, args);
-    /* HBM itself is full (other users of the device): a lower tier may still hold it */
-    if ((route == TM_ROUTE_SMALL || route == TM_ROUTE_LOWER) && result == CUDA_ERROR_OUT_OF_MEMORY &&
-        tm_alloc_chunked(device, ctx, bytes, path, dptr, &result))
-        return result;
-    if (result == CUDA_SUCCESS && route != TM_ROUTE_DRIVER)
-        tm_track_driver_alloc(device, ctx, *dptr, bytes, path, false);
-    return result;
-}
 
 /* Frees through the interposer when it tracks `dptr`; *handled false means "not ours". */
 static CUresult release(CUdeviceptr dptr, tm_wait wait, CUstream stream, bool *handled,
@@ -78,7 +55,7 @@ static CUresult driver_mem_alloc(CUdeviceptr *dptr, size_t bytes, const void *ar
 CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 {
     TM_HOOK_ENTER(cuMemAlloc_v2);
-    return serve(bytesize, TM_PATH_MEM_ALLOC, dptr, driver_mem_alloc, NULL);
+    return tm_alloc_serve(bytesize, TM_PATH_MEM_ALLOC, dptr, driver_mem_alloc, NULL);
 }
 
 static CUresult driver_mem_free(CUdeviceptr dptr, CUstream stream)
@@ -162,7 +139,7 @@ CUresult CUDAAPI cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hS
     if (tm_stream_capturing(hStream, false))
         return tm_real.cuMemAllocAsync(dptr, bytesize, hStream);
     stream_args args = { .stream = hStream };
-    return serve(bytesize, TM_PATH_MEM_ALLOC_ASYNC, dptr, driver_alloc_async, &args);
+    return tm_alloc_serve(bytesize, TM_PATH_MEM_ALLOC_ASYNC, dptr, driver_alloc_async, &args);
 }
 
 CUresult CUDAAPI cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
@@ -171,7 +148,7 @@ CUresult CUDAAPI cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstre
     if (tm_stream_capturing(hStream, true))
         return tm_real.cuMemAllocAsync_ptsz(dptr, bytesize, hStream);
     stream_args args = { .stream = hStream };
-    return serve(bytesize, TM_PATH_MEM_ALLOC_ASYNC, dptr, driver_alloc_async_ptsz, &args);
+    return tm_alloc_serve(bytesize, TM_PATH_MEM_ALLOC_ASYNC, dptr, driver_alloc_async_ptsz, &args);
 }
 
 static CUresult driver_free_async(CUdeviceptr dptr, CUstream stream)
@@ -275,7 +252,7 @@ CUresult CUDAAPI cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUm
     if (pool_is_drivers(pool) || tm_stream_capturing(hStream, false))
         return tm_real.cuMemAllocFromPoolAsync(dptr, bytesize, pool, hStream);
     stream_args args = { .stream = hStream, .pool = pool };
-    return serve(bytesize, TM_PATH_MEM_ALLOC_POOL, dptr, driver_alloc_pool, &args);
+    return tm_alloc_serve(bytesize, TM_PATH_MEM_ALLOC_POOL, dptr, driver_alloc_pool, &args);
 }
 
 CUresult CUDAAPI cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
@@ -285,5 +262,5 @@ CUresult CUDAAPI cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize
     if (pool_is_drivers(pool) || tm_stream_capturing(hStream, true))
         return tm_real.cuMemAllocFromPoolAsync_ptsz(dptr, bytesize, pool, hStream);
     stream_args args = { .stream = hStream, .pool = pool };
-    return serve(bytesize, TM_PATH_MEM_ALLOC_POOL, dptr, driver_alloc_pool_ptsz, &args);
+    return tm_alloc_serve(bytesize, TM_PATH_MEM_ALLOC_POOL, dptr, driver_alloc_pool_ptsz, &args);
 }

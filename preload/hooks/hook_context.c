@@ -79,7 +79,9 @@ CUresult CUDAAPI cuCtxEnablePeerAccess(CUcontext peerContext, unsigned int Flags
 {
     TM_HOOK_ENTER(cuCtxEnablePeerAccess);
     CUresult result = tm_real.cuCtxEnablePeerAccess(peerContext, Flags);
-    if (result == CUDA_SUCCESS)
-        tm_device_peer_enabled(peerContext);
+    CUdevice accessor;
+    tm_device *owner;
+    if (result == CUDA_SUCCESS && (owner = tm_device_peer_enabled(peerContext, &accessor)))
+        tm_grant_peer_access(owner, accessor);
     return result;
 }

@@ -21,8 +21,6 @@
 #include "preload/base/libc_real.h"
 #include "preload/model/model_files.h"
 
-void *tm_real_dlsym(void *handle, const char *symbol);
-
 #define LIBC_CALLS(X)                                                                         \
     X(open, int, (const char *, int, ...))                                                    \
     X(open64, int, (const char *, int, ...))                                                  \
@@ -51,16 +49,6 @@ LIBC_CALLS(DECLARE)
          : (__atomic_store_n(&real_##name, (name##_fn)tm_real_dlsym(RTLD_NEXT, #name),        \
                              __ATOMIC_RELEASE),                                               \
             real_##name))
-
-ssize_t tm_libc_pread(int fd, void *buf, size_t count, off_t offset)
-{
-    pread_fn f = REAL(pread);
-    if (!f) {
-        errno = ENOSYS;
-        return -1;
-    }
-    return f(fd, buf, count, offset);
-}
 
 /* ---------------------------------------------------------------- open and close */
 

@@ -5,10 +5,11 @@
 #include <string.h>
 
 #include "preload/mem/alloc.h"
+#include "preload/mem/meminfo.h"
 #include "preload/tiers/device_plan.h"
 #include "preload/hooks/hook.h"
 #include "preload/ipc/ipc.h"
-#include "preload/state.h"
+#include "preload/base/settings.h"
 #include "preload/mem/stream_free.h"
 
 /* ---------------------------------------------------------------- free and total */
@@ -27,7 +28,7 @@ CUresult CUDAAPI cuMemGetInfo_v2(size_t *free, size_t *total)
     tm_device *device = tm_device_current(&ctx);
     uint64_t view_free = driver_free, view_total = driver_total;
     if (device)
-        tm_device_memory_view(device, driver_free, driver_total, &view_free, &view_total);
+        tm_meminfo_view_of(device, driver_free, driver_total, &view_free, &view_total);
     *free = (size_t)view_free;
     *total = (size_t)view_total;
     return CUDA_SUCCESS;

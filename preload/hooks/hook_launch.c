@@ -1,45 +1,66 @@
-/* hook_launch.c — kernel launches pass straight through, counted. Chunked memory needs
- * nothing here (its addresses are device addresses like any other) unless the file tier
- * dropped chunks a launch's parameters point into: they are read back first, and those of
- * a launch captured into a graph are never dropped again (file_tier.h).
- * The first launch ends the managed baseline's loading phase (managed.h); the `launch`
- * heat source reads the parameters of sampled launches (heat_launch.h) before they go;
- * every so many launches the heat policy runs a pass first (rebalancer.h); while chunks
- * are spilled under the heat policy, the staging ring (stream_ring.h) maps the chunks a
- * launch reads before it and records its reads after it. */
-#include "preload/filetier/file_tier.h"
-#include "preload/heat/heat_launch.h"
-#include "preload/hooks/hook.h"
+/* hook_launch.c — kernel and graph launches pass through, counted, along the one path of
+ * driver/launch.h: the watchers of launches see each one (preload/lifecycle.c says who),
+ * and the call passes the migration's gate. Chunked memory needs nothing here: its
+ * addresses are device addresses like any other. */
+#include "preload/driver/launch.h"
 #include "preload/driver/submit_gate.h"
-#include "preload/mem/managed.h"
-#include "preload/move/rebalancer.h"
-#include "preload/move/stream_ring.h"
+#include "preload/hooks/hook.h"
 
-/* The gated launch `call` on `stream`, its dropped chunks read back (but while a graph
- * captures it: file_tier.h), with the ring around it. */
-#define TM_LAUNCH(stream, per_thread, params, extra, call)                                          \
-    ({                                                                                              \
-        bool tm_captured_ = tm_file_tier_note_capture(f, (stream), (per_thread), (params), (extra)); \
-        bool tm_streamed_ = tm_stream_before_launch(f, (stream), (per_thread), (params), (extra));   \
-        CUresult tm_launched_ = tm_captured_ ? TM_GATED(call)                                       \
-                                             : TM_FILE_GATED_LAUNCH(f, (params), (extra), call);    \
-        if (tm_streamed_)                                                                           \
-            tm_stream_after_launch((stream), (per_thread), tm_launched_);                           \
-        tm_launched_;                                                                               \
-    })
+/* ---------------------------------------------------------------- the driver's calls */
+
+static CUresult call_launch_kernel(const tm_launch *l)
+{
+    return tm_real.cuLaunchKernel(l->f, l->grid[0], l->grid[1], l->grid[2], l->block[0], l->block[1], l->block[2],
+                                  l->shared_bytes, l->stream, l->params, l->extra);
+}
+
+static CUresult call_launch_kernel_ptsz(const tm_launch *l)
+{
+    return tm_real.cuLaunchKernel_ptsz(l->f, l->grid[0], l->grid[1], l->grid[2], l->block[0], l->block[1],
+                                       l->block[2], l->shared_bytes, l->stream, l->params, l->extra);
+}
+
+static CUresult call_launch_kernel_ex(const tm_launch *l)
+{
+    return tm_real.cuLaunchKernelEx(l->config, l->f, l->params, l->extra);
+}
+
+static CUresult call_launch_kernel_ex_ptsz(const tm_launch *l)
+{
+    return tm_real.cuLaunchKernelEx_ptsz(l->config, l->f, l->params, l->extra);
+}
+
+static CUresult call_graph_launch(const tm_launch *l)
+{
+    return tm_real.cuGraphLaunch(l->graph, l->stream);
+}
+
+static CUresult call_graph_launch_ptsz(const tm_launch *l)
+{
+    return tm_real.cuGraphLaunch_ptsz(l->graph, l->stream);
+}
+
+/* ---------------------------------------------------------------- the hooks */
+
+static CUresult launch_kernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                              unsigned bz, unsigned shared, CUstream stream, void **params, void **extra,
+                              bool per_thread, tm_launch_call call)
+{
+    tm_launch l = {
+        .f = f, .stream = stream, .per_thread = per_thread, .params = params, .extra = extra,
+        .threads = tm_launch_threads(gx, gy, gz, bx, by, bz),
+        .grid = { gx, gy, gz }, .block = { bx, by, bz }, .shared_bytes = shared, .capturing = -1,
+    };
+    return tm_launch_submit(&l, call);
+}
 
 CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
                                 unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
                                 unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra)
 {
     TM_HOOK_ENTER(cuLaunchKernel);
-    tm_managed_note_launch();
-    tm_rebalancer_on_launch(hStream, false);
-    tm_heat_on_launch(f, tm_launch_threads(gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ),
-                      kernelParams, extra);
-    return TM_LAUNCH(hStream, false, kernelParams, extra,
-                     tm_real.cuLaunchKernel(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
-                                            sharedMemBytes, hStream, kernelParams, extra));
+    return launch_kernel(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream,
+                         kernelParams, extra, false, call_launch_kernel);
 }
 
 CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
@@ -47,53 +68,49 @@ CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsign
                                      unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra)
 {
     TM_HOOK_ENTER(cuLaunchKernel_ptsz);
-    tm_managed_note_launch();
-    tm_rebalancer_on_launch(hStream, true);
-    tm_heat_on_launch(f, tm_launch_threads(gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ),
-                      kernelParams, extra);
-    return TM_LAUNCH(hStream, true, kernelParams, extra,
-                     tm_real.cuLaunchKernel_ptsz(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
-                                                 sharedMemBytes, hStream, kernelParams, extra));
+    return launch_kernel(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream,
+                         kernelParams, extra, true, call_launch_kernel_ptsz);
+}
+
+/* Without a config the driver refuses the launch: it goes straight there. */
+static CUresult launch_kernel_ex(const CUlaunchConfig *config, CUfunction f, void **params, void **extra,
+                                 bool per_thread, tm_launch_call call)
+{
+    tm_launch l = { .f = f, .per_thread = per_thread, .params = params, .extra = extra, .config = config,
+                    .capturing = -1 };
+    if (!config)
+        return TM_GATED(call(&l));
+    l.stream = config->hStream;
+    l.threads = tm_launch_threads(config->gridDimX, config->gridDimY, config->gridDimZ, config->blockDimX,
+                                  config->blockDimY, config->blockDimZ);
+    return tm_launch_submit(&l, call);
 }
 
 CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra)
 {
     TM_HOOK_ENTER(cuLaunchKernelEx);
-    tm_managed_note_launch();
-    if (!config)
-        return TM_FILE_GATED_LAUNCH(f, kernelParams, extra, tm_real.cuLaunchKernelEx(config, f, kernelParams, extra));
-    tm_rebalancer_on_launch(config->hStream, false);
-    tm_heat_on_launch(f, tm_launch_threads(config->gridDimX, config->gridDimY, config->gridDimZ,
-                                           config->blockDimX, config->blockDimY, config->blockDimZ),
-                      kernelParams, extra);
-    return TM_LAUNCH(config->hStream, false, kernelParams, extra, tm_real.cuLaunchKernelEx(config, f, kernelParams, extra));
+    return launch_kernel_ex(config, f, kernelParams, extra, false, call_launch_kernel_ex);
 }
 
 CUresult CUDAAPI cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra)
 {
     TM_HOOK_ENTER(cuLaunchKernelEx_ptsz);
-    tm_managed_note_launch();
-    if (!config)
-        return TM_FILE_GATED_LAUNCH(f, kernelParams, extra,
-                                    tm_real.cuLaunchKernelEx_ptsz(config, f, kernelParams, extra));
-    tm_rebalancer_on_launch(config->hStream, true);
-    tm_heat_on_launch(f, tm_launch_threads(config->gridDimX, config->gridDimY, config->gridDimZ,
-                                           config->blockDimX, config->blockDimY, config->blockDimZ),
-                      kernelParams, extra);
-    return TM_LAUNCH(config->hStream, true, kernelParams, extra,
-                     tm_real.cuLaunchKernelEx_ptsz(config, f, kernelParams, extra));
+    return launch_kernel_ex(config, f, kernelParams, extra, true, call_launch_kernel_ex_ptsz);
 }
 
 /* A graph's kernels may touch any chunk, so the launch waits while a migration remaps and
- * counts as a submission (a chunk a graph writes during a migration's copy is copied again). */
+ * counts as a submission (a chunk a graph writes during a migration's copy is copied again);
+ * its parameters were fixed at capture, so the watchers only make its memory ready. */
 CUresult CUDAAPI cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream)
 {
     TM_HOOK_ENTER(cuGraphLaunch);
-    return TM_FILE_GATED_GRAPH(tm_real.cuGraphLaunch(hGraphExec, hStream));
+    tm_launch l = { .graph = hGraphExec, .stream = hStream, .capturing = -1 };
+    return tm_launch_submit(&l, call_graph_launch);
 }
 
 CUresult CUDAAPI cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream)
 {
     TM_HOOK_ENTER(cuGraphLaunch_ptsz);
-    return TM_FILE_GATED_GRAPH(tm_real.cuGraphLaunch_ptsz(hGraphExec, hStream));
+    tm_launch l = { .graph = hGraphExec, .stream = hStream, .per_thread = true, .capturing = -1 };
+    return tm_launch_submit(&l, call_graph_launch_ptsz);
 }

@@ -7,9 +7,11 @@
 #include <string.h>
 
 #include "preload/tiers/device.h"
+#include "preload/mem/meminfo.h"
 #include "preload/tiers/device_plan.h"
 #include "preload/driver/driver.h"
-#include "preload/state.h"
+#include "preload/base/settings.h"
+#include "preload/base/libc_real.h"
 #include "tools/simcuda/nvml/nvml_api.h"
 
 #define NVML_HOOK __attribute__((visibility("default")))
@@ -54,7 +56,7 @@ static bool nvml_view(nvmlDevice_t handle, unsigned long long *free, unsigned lo
         return false;
     const tm_device *device = tm_device_of((CUdevice)ordinal);
     if (device) {
-        tm_device_memory_view(device, *free, *total, &view_free, &view_total);
+        tm_meminfo_view_of(device, *free, *total, &view_free, &view_total);
     } else { /* before any allocation on it: nothing used yet */
         const tm_tiers *tiers = &tm_device_plan_of((CUdevice)ordinal)->tiers;
         tm_meminfo(tiers, &tm_settings()->order, tm_settings()->meminfo, *free, *total, &view_free, &view_total);

@@ -22,120 +22,12 @@
 
 #include "preload/hooks/hook.h"
 #include "preload/hooks/hook_nvml.h"
-
-/* glibc's first symbol version on this architecture: dlsym and dlvsym have one there and
- * one at GLIBC_2.34, when libdl moved into libc. */
-#if defined(__aarch64__)
-#define TM_GLIBC_BASE "GLIBC_2.17"
-#else
-#define TM_GLIBC_BASE "GLIBC_2.2.5"
-#endif
-
-/* ---------------------------------------------------------------- glibc's dlsym */
-
-typedef void *(*dlsym_fn)(void *handle, const char *symbol);
-typedef void *(*dlvsym_fn)(void *handle, const char *symbol, const char *version);
-
-/* Read by the assembly entry points: keep these names and types. */
-__attribute__((visibility("hidden"))) dlsym_fn tm_glibc_dlsym_2_34;
-__attribute__((visibility("hidden"))) dlsym_fn tm_glibc_dlsym_base;
-__attribute__((visibility("hidden"))) dlvsym_fn tm_glibc_dlvsym_2_34;
-__attribute__((visibility("hidden"))) dlvsym_fn tm_glibc_dlvsym_base;
-
-/* The code below runs inside the first dlsym of the process, possibly a sanitizer's while
- * it sets itself up, before its shadow memory and interceptors exist: it is left
- * uninstrumented and calls no library function but glibc's dlvsym. */
-#define TM_RUNS_BEFORE_SANITIZERS __attribute__((no_sanitize_address, no_sanitize_undefined, noinline))
-
-TM_RUNS_BEFORE_SANITIZERS static bool same_name(const char *a, const char *b)
-{
-    while (*a && *a == *b)
-        a++, b++;
-    return *a == *b;
-}
-
-/* Where the C library defines `name` (its default version), read from its dynamic
- * symbol table. This is how glibc's dlvsym is reached at all: every lookup of dlvsym by
- * name and version, this library's own calls included, finds our entry point first. */
-TM_RUNS_BEFORE_SANITIZERS static void *libc_definition(const char *name)
-{
-    struct link_map *map = _r_debug.r_map; /* the loader's list of objects, read without a call */
-    for (; map; map = map->l_next) {
-        const char *base = map->l_name;
-        for (const char *c = map->l_name; c && *c; c++)
-            if (*c == '/')
-                base = c + 1;
-        if (base && same_name(base, LIBC_SO))
-            break;
-    }
-    if (!map)
-        return NULL;
-    const ElfW(Sym) *symbols = NULL;
-    const char *strings = NULL;
-    const ElfW(Versym) *versions = NULL;
-    for (const ElfW(Dyn) *d = map->l_ld; d->d_tag != DT_NULL; d++) {
-        /* the loader relocates these in place on x86-64 and aarch64, not everywhere */
-        uintptr_t at = d->d_un.d_ptr < map->l_addr ? map->l_addr + d->d_un.d_ptr : d->d_un.d_ptr;
-        if (d->d_tag == DT_SYMTAB)
-            symbols = (const ElfW(Sym) *)at;
-        else if (d->d_tag == DT_STRTAB)
-            strings = (const char *)at;
-        else if (d->d_tag == DT_VERSYM)
-            versions = (const ElfW(Versym) *)at;
-    }
-    void *found = NULL;
-    /* the symbol table ends where the string table starts, as linkers lay them out */
-    for (const ElfW(Sym) *s = symbols; s && strings && (const char *)s < strings; s++) {
-        if (ELF64_ST_TYPE(s->st_info) != STT_FUNC || s->st_shndx == SHN_UNDEF || !same_name(strings + s->st_name, name))
-            continue;
-        found = (void *)(map->l_addr + s->st_value);
-        if (!versions || !(versions[s - symbols] & 0x8000)) /* the default version, not a hidden one */
-            break;
-    }
-    return found;
-}
-
-/* All four at once: any entry point that finds its slot empty calls this. */
-TM_RUNS_BEFORE_SANITIZERS __attribute__((visibility("hidden"))) void tm_resolve_glibc_dlsym(void)
-{
-    dlvsym_fn glibc_dlvsym = (dlvsym_fn)libc_definition("dlvsym");
-    if (!glibc_dlvsym)
-        return;
-    dlsym_fn newer = (dlsym_fn)glibc_dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
-    dlsym_fn older = (dlsym_fn)glibc_dlvsym(RTLD_NEXT, "dlsym", TM_GLIBC_BASE);
-    dlvsym_fn vnewer = (dlvsym_fn)glibc_dlvsym(RTLD_NEXT, "dlvsym", "GLIBC_2.34");
-    dlvsym_fn volder = (dlvsym_fn)glibc_dlvsym(RTLD_NEXT, "dlvsym", TM_GLIBC_BASE);
-    /* a C library with only one of the two serves both */
-    __atomic_store_n(&tm_glibc_dlvsym_base, volder ? volder : vnewer, __ATOMIC_RELEASE);
-    __atomic_store_n(&tm_glibc_dlvsym_2_34, vnewer ? vnewer : volder, __ATOMIC_RELEASE);
-    __atomic_store_n(&tm_glibc_dlsym_base, older ? older : newer, __ATOMIC_RELEASE);
-    __atomic_store_n(&tm_glibc_dlsym_2_34, newer ? newer : older, __ATOMIC_RELEASE);
-}
-
-void *tm_real_dlsym(void *handle, const char *symbol)
-{
-    dlsym_fn real = __atomic_load_n(&tm_glibc_dlsym_2_34, __ATOMIC_ACQUIRE);
-    if (!real) {
-        tm_resolve_glibc_dlsym();
-        real = __atomic_load_n(&tm_glibc_dlsym_2_34, __ATOMIC_ACQUIRE);
-    }
-    return real ? real(handle, symbol) : NULL;
-}
-
-static void *real_dlvsym(void *handle, const char *symbol, const char *version)
-{
-    dlvsym_fn real = __atomic_load_n(&tm_glibc_dlvsym_2_34, __ATOMIC_ACQUIRE);
-    if (!real) {
-        tm_resolve_glibc_dlsym();
-        real = __atomic_load_n(&tm_glibc_dlvsym_2_34, __ATOMIC_ACQUIRE);
-    }
-    return real ? real(handle, symbol, version) : NULL;
-}
+#include "preload/base/libc_real.h"
 
 /* A lookup by name, and by version when there is one. */
 static void *real_lookup(void *handle, const char *symbol, const char *version)
 {
-    return version ? real_dlvsym(handle, symbol, version) : tm_real_dlsym(handle, symbol);
+    return version ? tm_real_dlvsym(handle, symbol, version) : tm_real_dlsym(handle, symbol);
 }
 
 /* ---------------------------------------------------------------- RTLD_NEXT */
@@ -202,7 +94,7 @@ __attribute__((visibility("hidden"))) void *tm_dlsym_with_caller(void *handle, c
 __attribute__((visibility("hidden"))) void *tm_dlvsym_with_caller(void *handle, const char *symbol,
                                                                   const char *version, const void *caller)
 {
-    void *found = handle == RTLD_NEXT ? next_definition(caller, symbol, version) : real_dlvsym(handle, symbol, version);
+    void *found = handle == RTLD_NEXT ? next_definition(caller, symbol, version) : tm_real_dlvsym(handle, symbol, version);
     /* glibc's own dlsym or dlvsym, asked for by version (as runtimes do to get past
      * interposers): ours of that version stand in, so driver lookups through it are seen */
     bool newest = version && strcmp(version, "GLIBC_2.34") == 0;

@@ -2,6 +2,7 @@
  * cuGetProcAddress address map (see hook_table.h). */
 #include "preload/hooks/hook_table.h"
 
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,7 +65,7 @@ static void add_address(void *real, int hook)
     address_map[address_count++] = (address_entry){ address, hook };
 }
 
-void tm_hook_map_build(void)
+static void build_address_map(void)
 {
     for (int i = 0; i < TM_HOOK_COUNT; i++)
         add_address(tm_hook_real(&tm_hooks[i]), i);
@@ -85,6 +86,8 @@ void tm_hook_map_build(void)
 
 void *tm_hook_wrapper_for(void *real)
 {
+    static pthread_once_t built = PTHREAD_ONCE_INIT;
+    pthread_once(&built, build_address_map);
     uintptr_t address = (uintptr_t)real;
     int lo = 0, hi = address_count - 1;
     while (lo <= hi) {

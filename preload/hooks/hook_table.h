@@ -1,21 +1,17 @@
 /* hook_table.h — what is generated from hooks.def: each hooked symbol declared with its
- * exact PFN type (a wrapper defined with any other prototype does not compile), an id per
- * hook, and the two maps the resolvers use. */
+ * exact PFN type (a wrapper defined with any other prototype does not compile), the
+ * descriptor of each hook (ids: hook_ids.h), and the two maps the resolvers use. */
 #ifndef TM_PRELOAD_HOOK_TABLE_H
 #define TM_PRELOAD_HOOK_TABLE_H
 
 #include <stddef.h>
 
 #include "preload/driver/cuda_api.h"
+#include "preload/driver/hook_ids.h"
 
 #define HOOK(symbol, pfn, base, version, variant) TM_EXPORT __typeof__(*(pfn)0) symbol;
 #include "preload/driver/hooks.def"
 
-typedef enum tm_hook_id {
-#define HOOK(symbol, pfn, base, version, variant) TM_HOOK_##symbol,
-#include "preload/driver/hooks.def"
-    TM_HOOK_COUNT
-} tm_hook_id;
 
 typedef enum tm_stream_variant {
     TM_VARIANT_PLAIN,
@@ -41,10 +37,8 @@ void *tm_hook_real(const tm_hook *hook);
 const tm_hook *tm_hook_by_symbol(const char *symbol);
 
 /* The wrapper with the same ABI as `real`, a function of the real driver, or NULL when the
- * interposer does not hook it (the cuGetProcAddress map). Needs tm_driver_load(). */
+ * interposer does not hook it (the cuGetProcAddress map, built at the first call: call it
+ * only once tm_driver_ready() is true). */
 void *tm_hook_wrapper_for(void *real);
-
-/* Builds the address map once the driver is loaded (called by tm_driver_load). */
-void tm_hook_map_build(void);
 
 #endif /* TM_PRELOAD_HOOK_TABLE_H */

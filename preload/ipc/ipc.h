@@ -27,16 +27,15 @@
 
 #include "policy/tier.h"
 #include "preload/mem/backing.h"
+#include "preload/tiers/device.h"
 #include "preload/driver/cuda_api.h"
 
-/* The handle types chunks are created with: POSIX file descriptors when the device can
- * export them and every tier in use takes them (one chunk of each is tried, at set-up),
- * else none (tiered memory is then not shareable; said at info level). */
-CUmemAllocationHandleType tm_ipc_chunk_handle_types(const tm_backing_target *target, const tm_tiers *tiers,
-                                                    uint64_t chunk_size);
-
-/* TIERMEM_IPC=passthrough: allocations HBM has room for stay plain driver memory. */
-bool tm_ipc_keeps_plain(void);
+/* At a device's set-up (tm_device_watcher): the handle types its chunks are created
+ * with. POSIX file descriptors when the device can export them and every tier in use
+ * takes them (one chunk of each is tried), else none (tiered memory is then not
+ * shareable; said at info level). TIERMEM_IPC=passthrough, which keeps allocations HBM has
+ * room for plain driver memory, is the router's to apply (mem/alloc.c). */
+void tm_ipc_device_set_up(tm_device *device);
 
 /* Whether the chunked allocation containing `address` can be exported (its chunks are
  * VMM handles created exportable): CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE. */

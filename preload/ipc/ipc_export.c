@@ -17,7 +17,8 @@
 #include "preload/ipc/ipc_wire.h"
 #include "preload/base/log.h"
 #include "preload/move/migrate.h"
-#include "preload/state.h"
+#include "preload/base/settings.h"
+#include "preload/base/libc_real.h"
 
 /* One allocation exported so far. Entries of freed allocations are dropped when seen. */
 typedef struct export_entry {
@@ -51,7 +52,7 @@ static bool tier_takes_handles(const tm_backing_target *target, tm_tier_id tier,
     return true;
 }
 
-CUmemAllocationHandleType tm_ipc_chunk_handle_types(const tm_backing_target *target, const tm_tiers *tiers,
+static CUmemAllocationHandleType chunk_handle_types(const tm_backing_target *target, const tm_tiers *tiers,
                                                     uint64_t chunk_size)
 {
     int supported = 0;
@@ -73,9 +74,9 @@ CUmemAllocationHandleType tm_ipc_chunk_handle_types(const tm_backing_target *tar
     return CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
 }
 
-bool tm_ipc_keeps_plain(void)
+void tm_ipc_device_set_up(tm_device *device)
 {
-    return tm_settings()->ipc == TM_IPC_PASSTHROUGH;
+    device->target.handle_types = chunk_handle_types(&device->target, &device->tiers, device->policy.chunk_size);
 }
 
 /* ---------------------------------------------------------------- the allocations */
@@ -86,10 +87,9 @@ typedef struct alloc_facts {
     bool exportable;
 } alloc_facts;
 
-static void read_facts(const tm_range *record, void *arg)
+static void read_facts(tm_alloc *a, void *arg)
 {
     alloc_facts *facts = arg;
-    tm_alloc *a = (tm_alloc *)record; /* the registry holds tm_alloc records, never const */
     facts->alloc = a;
     facts->id = a->id;
     facts->exportable = a->backing && !a->backing->pinned_host;
@@ -104,7 +104,7 @@ static bool chunks_exportable(void)
 bool tm_ipc_capable(CUdeviceptr address)
 {
     alloc_facts facts = { 0 };
-    return chunks_exportable() && tm_registry_find(address, read_facts, &facts) && facts.exportable;
+    return chunks_exportable() && tm_alloc_find(address, read_facts, &facts) && facts.exportable;
 }
 
 /* ---------------------------------------------------------------- serving */
@@ -125,10 +125,10 @@ static void retain_chunks(const tm_ipc_request *request, tm_ipc_reply *reply, CU
     pthread_mutex_unlock(&export_lock);
     if (!base)
         return;
-    tm_migrate_lock();
+    tm_remap_lock();
     alloc_facts facts = { 0 };
     reply->status = TM_IPC_FREED;
-    if (tm_registry_find(base, read_facts, &facts) && facts.exportable && facts.id == request->alloc_id) {
+    if (tm_alloc_find(base, read_facts, &facts) && facts.exportable && facts.id == request->alloc_id) {
         const tm_backing *b = facts.alloc->backing;
         *reply = (tm_ipc_reply){ .status = TM_IPC_FAILED, .size = facts.alloc->range.size,
                                  .chunk_size = b->plan.chunk_size, .chunks = b->plan.chunks };
@@ -148,7 +148,7 @@ static void retain_chunks(const tm_ipc_request *request, tm_ipc_reply *reply, CU
             *handles = NULL;
         }
     }
-    tm_migrate_unlock();
+    tm_remap_unlock();
 }
 
 /* Sends the chunks' descriptors, TM_IPC_FDS_PER_MESSAGE at a time, so that no more than
@@ -165,7 +165,7 @@ static bool send_chunks(int conn, const CUmemGenericAllocationHandle *handles, u
         bool whole = n == TM_IPC_FDS_PER_MESSAGE || at + n == chunks;
         bool sent = whole && tm_ipc_send_fds(conn, fds, n);
         for (unsigned i = 0; i < n; i++)
-            close(fds[i]); /* the importer has its own copies now, or gave up */
+            tm_libc_close(fds[i]); /* the importer has its own copies now, or gave up */
         if (!sent)
             return false;
         at += n;
@@ -206,7 +206,7 @@ static void *serve_loop(void *arg)
         else if (tm_ipc_recv(conn, &request, sizeof request) &&
                  memcmp(request.magic, TM_IPC_MAGIC, sizeof request.magic) == 0 && request.version == TM_IPC_VERSION)
             serve_request(conn, &request);
-        close(conn);
+        tm_libc_close(conn);
     }
 }
 
@@ -214,7 +214,7 @@ static void forget_in_child(void)
 {
     /* the thread did not survive the fork, and the socket is the parent's */
     if (listener >= 0)
-        close(listener);
+        tm_libc_close(listener);
     listener = -1;
     export_count = 0;
     pthread_mutex_init(&export_lock, NULL);
@@ -240,7 +240,7 @@ static bool start_server(void)
         tm_warn("ipc: cannot serve handles on the socket @" TM_IPC_SOCKET_FORMAT " (%s)", (int)getpid(),
                 strerror(errno));
         if (fd >= 0)
-            close(fd);
+            tm_libc_close(fd);
         return false;
     }
     /* the thread takes no signal: the program's handlers run on its own threads */
@@ -252,7 +252,7 @@ static bool start_server(void)
     int rc = pthread_create(&thread, NULL, serve_loop, NULL);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != 0) {
-        close(fd);
+        tm_libc_close(fd);
         listener = -1;
         tm_warn("ipc: cannot start the thread that serves handles");
         return false;
@@ -266,7 +266,7 @@ static bool start_server(void)
 static bool still_exported(const export_entry *entry)
 {
     alloc_facts facts = { 0 };
-    return tm_registry_find(entry->base, read_facts, &facts) && facts.id == entry->alloc_id;
+    return tm_alloc_find(entry->base, read_facts, &facts) && facts.id == entry->alloc_id;
 }
 
 /* Export lock held: the entry of an allocation, added when new (entries of allocations
@@ -301,11 +301,11 @@ static export_entry *entry_for(CUdeviceptr base, uint64_t alloc_id)
  * (then nothing is left to unpin). */
 static void unpin(CUdeviceptr base, uint64_t id)
 {
-    tm_migrate_lock();
+    tm_remap_lock();
     alloc_facts facts = { 0 };
-    if (tm_registry_find(base, read_facts, &facts) && facts.id == id)
+    if (tm_alloc_find(base, read_facts, &facts) && facts.id == id)
         __atomic_store_n(&facts.alloc->ipc_pinned, false, __ATOMIC_RELAXED);
-    tm_migrate_unlock();
+    tm_remap_unlock();
 }
 
 CUresult tm_ipc_export(CUdeviceptr address, CUipcMemHandle *handle)
@@ -316,13 +316,13 @@ CUresult tm_ipc_export(CUdeviceptr address, CUipcMemHandle *handle)
         return CUDA_ERROR_NOT_SUPPORTED;
     }
     /* pin it: from now on its chunks stay where they are (the lock waits out a move) */
-    tm_migrate_lock();
+    tm_remap_lock();
     alloc_facts facts = { 0 };
-    bool found = tm_registry_find(address, read_facts, &facts) && facts.exportable;
+    bool found = tm_alloc_find(address, read_facts, &facts) && facts.exportable;
     CUdeviceptr base = found ? facts.alloc->range.base : 0;
     uint64_t id = facts.id, size = found ? facts.alloc->range.size : 0;
     bool was_pinned = found && __atomic_exchange_n(&facts.alloc->ipc_pinned, true, __ATOMIC_RELAXED);
-    tm_migrate_unlock();
+    tm_remap_unlock();
     if (!found) {
         tm_warn("ipc: cuIpcGetMemHandle at 0x%llx: the allocation is pinned host memory, which tiermem cannot share",
                 (unsigned long long)address);

@@ -12,6 +12,7 @@
 #include "preload/ipc/ipc_socket.h"
 #include "preload/ipc/ipc_wire.h"
 #include "preload/base/log.h"
+#include "preload/base/libc_real.h"
 
 /* One opened handle: every open of the same handle shares it, the last close unmaps. */
 typedef struct import_entry {
@@ -44,14 +45,14 @@ static int connect_exporter(pid_t pid)
         tm_warn("ipc: cuIpcOpenMemHandle: process %d, which made the handle, has exited or does not run "
                 "libtiermem.so (%s)", (int)pid, strerror(errno));
         if (fd >= 0)
-            close(fd);
+            tm_libc_close(fd);
         return -1;
     }
     pid_t server;
     if (!tm_ipc_peer_trusted(fd, &server) || server != pid) {
         tm_warn("ipc: cuIpcOpenMemHandle: the socket of process %d is held by process %d or another user; refused",
                 (int)pid, (int)server);
-        close(fd);
+        tm_libc_close(fd);
         return -1;
     }
     tm_ipc_socket_timeouts(fd, 10);
@@ -82,7 +83,7 @@ static CUresult map_chunk(int fd, CUdeviceptr at, uint64_t chunk_size)
     CUmemGenericAllocationHandle handle;
     CUresult r = tm_real.cuMemImportFromShareableHandle(&handle, (void *)(intptr_t)fd,
                                                         CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
-    close(fd);
+    tm_libc_close(fd);
     if (r != CUDA_SUCCESS)
         return r;
     r = tm_real.cuMemMap(at, chunk_size, 0, handle, 0);
@@ -110,7 +111,7 @@ static CUresult map_chunks(int conn, const tm_ipc_handle *key, const tm_ipc_repl
         for (; r == CUDA_SUCCESS && used < n; used++, mapped++)
             r = map_chunk(fds[used], *base + mapped * reply->chunk_size, reply->chunk_size);
         for (; used < n; used++)
-            close(fds[used]);
+            tm_libc_close(fds[used]);
     }
     if (r == CUDA_SUCCESS) {
         CUmemAccessDesc access = {
@@ -167,7 +168,7 @@ CUresult tm_ipc_open(const CUipcMemHandle *handle, CUdeviceptr *pdptr)
                         (int)key.pid, (int)r);
             entry->bytes = reply.chunks * reply.chunk_size;
         }
-        close(conn);
+        tm_libc_close(conn);
     }
     if (r == CUDA_SUCCESS) {
         entry->key = key;

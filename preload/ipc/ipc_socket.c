@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "preload/ipc/ipc_wire.h"
+#include "preload/base/libc_real.h"
 
 void tm_ipc_socket_address(pid_t pid, struct sockaddr_un *address, socklen_t *len)
 {
@@ -109,7 +110,7 @@ bool tm_ipc_recv_fds(int fd, int *fds, unsigned *count)
     bool whole = n == (ssize_t)sizeof payload && !(msg.msg_flags & MSG_CTRUNC) && payload == *count;
     if (!whole) {
         for (unsigned i = 0; i < *count; i++)
-            close(fds[i]);
+            tm_libc_close(fds[i]);
         *count = 0;
     }
     return whole;

@@ -8,86 +8,100 @@
 
 #include "policy/managed.h"
 #include "policy/units.h"
-#include "preload/mem/chunk_pool.h"
-#include "preload/move/deferred_move.h"
-#include "preload/driver/driver.h"
-#include "preload/filetier/file_tier.h"
-#include "preload/heat/heat.h"
-#include "preload/ipc/ipc.h"
 #include "preload/base/log.h"
-#include "preload/mem/spill_note.h"
+#include "preload/base/settings.h"
+#include "preload/driver/driver.h"
+#include "preload/mem/chunk_pool.h"
 #include "preload/mem/managed.h"
-#include "preload/move/migrate.h"
+#include "preload/mem/spill_note.h"
+#include "preload/mem/stream_free.h"
 #include "preload/model/model_files.h"
 #include "preload/region/stats.h"
-#include "preload/move/stream_ring.h"
-#include "preload/heat/warm_start.h"
 
 /* Buffer ids of chunked allocations: above anything a driver hands out. */
 static uint64_t next_buffer_id = (uint64_t)1 << 62;
 
+/* The registry stores tm_range headers, each the first member of a record of ours. */
+static tm_alloc *alloc_of(tm_range *range)
+{
+    return (tm_alloc *)range;
+}
+
+/* ---------------------------------------------------------------- events */
+
+static void announce_created(tm_alloc *a)
+{
+    for (const tm_alloc_watcher *const *w = tm_alloc_watchers; *w; w++)
+        if ((*w)->created)
+            (*w)->created(a);
+}
+
+static void announce_released(tm_alloc *a, tm_release_kind how)
+{
+    for (const tm_alloc_watcher *const *w = tm_alloc_watchers; *w; w++)
+        if ((*w)->released)
+            (*w)->released(a, how);
+}
+
+/* Chunks given back by the watchers that can (the file tier drops what it can read back). */
+static uint64_t ask_for_room(tm_device *device, uint64_t chunks)
+{
+    uint64_t given = 0;
+    for (const tm_alloc_watcher *const *w = tm_alloc_watchers; *w && given < chunks; w++)
+        if ((*w)->make_room)
+            given += (*w)->make_room(device, chunks - given);
+    return given;
+}
+
 /* ---------------------------------------------------------------- routing */
-
-/* While the staging ring streams, a small allocation made while a model file's tensors
- * are being uploaded is taken for a weight: it leaves HBM's reserve alone, as chunked ones
- * do. Weights that spill are streamed at the copy engines' rate, while the buffers the
- * program allocates after them (activations, KV cache), written and never streamed, find
- * the reserve still free. Without a ring, spilled weights would be read in place too, and
- * nothing changes. */
-static bool weights_loading(const tm_device *device, const tm_alloc_desc *desc)
-{
-    return __atomic_load_n(&tm_stream_ready, __ATOMIC_ACQUIRE) && !tm_policy_wants_chunks(&device->policy, desc) &&
-           tm_model_files_loading();
-}
-
-/* Whether a weight of `bytes` takes HBM, `room` being what HBM has left for weights: the
- * loading files' bytes still to come get HBM in the share `room` is of them, spread evenly
- * over the load order (each weight adds its share to a credit; a weight the credit covers
- * goes to HBM). Programs read their weights in about the order they load them, so streamed
- * and resident weights then alternate through a step, and the copy engine fills the ring
- * while kernels read what stays in HBM, instead of idling through a resident first part. */
-static bool weight_takes_hbm(uint64_t bytes, uint64_t room, uint64_t chunk)
-{
-    static int64_t credit;          /* bytes of HBM share not yet spent */
-    uint64_t left = tm_model_files_bytes_left();
-    if (left <= room || bytes <= chunk / TM_STREAM_MIN_SHARE)
-        return true;                /* the rest fits, or too small to be worth a copy of its own */
-    int64_t share = (int64_t)((double)bytes * (double)room / (double)left);
-    if (__atomic_add_fetch(&credit, share, __ATOMIC_RELAXED) < (int64_t)bytes)
-        return false;
-    __atomic_sub_fetch(&credit, (int64_t)bytes, __ATOMIC_RELAXED);
-    return true;
-}
 
 tm_route tm_route_allocation(uint64_t bytes, tm_device **device, CUcontext *ctx)
 {
     if (bytes == 0 || !(*device = tm_device_current(ctx)))
         return TM_ROUTE_DRIVER;
-    tm_alloc_desc desc = { .size = bytes };
-    if (tm_policy_wants_plain(&(*device)->policy, &desc))
-        return TM_ROUTE_SMALL; /* a `plain` rule: shareable with any process (ipc.h) */
-    uint64_t hbm_used = __atomic_load_n(&(*device)->hbm_used, __ATOMIC_RELAXED);
-    uint64_t hbm_limit = (*device)->tiers.tier[TM_TIER_HBM].limit;
-    if (weights_loading(*device, &desc)) { /* the reserve stays for what the program makes next */
-        uint64_t reserve = (*device)->tiers.hbm_reserve;
-        hbm_limit = hbm_limit > reserve ? hbm_limit - reserve : 0;
-        if (hbm_used + bytes <= hbm_limit &&
-            !weight_takes_hbm(bytes, hbm_limit - hbm_used, (*device)->policy.chunk_size))
-            return TM_ROUTE_LOWER;
+    tm_device *d = *device;
+    for (int drained = 0;; drained++) {
+        bool streams = __atomic_load_n(&d->streams, __ATOMIC_ACQUIRE);
+        tm_route_query query = {
+            .bytes = bytes,
+            .hbm_used = __atomic_load_n(&d->hbm_used, __ATOMIC_RELAXED),
+            .hbm_limit = d->tiers.tier[TM_TIER_HBM].limit,
+            .hbm_reserve = d->tiers.hbm_reserve,
+            .hbm_pooled = tm_chunk_pool_bytes(d, TM_TIER_HBM),
+            .streaming = streams,
+            .weights_loading = streams && tm_model_files_loading(),
+            .keep_plain = tm_settings()->ipc == TM_IPC_PASSTHROUGH,
+        };
+        if (query.weights_loading)
+            query.weights_left = tm_model_files_bytes_left();
+        tm_route_answer answer = tm_policy_route(&d->policy, &query, &d->route);
+        if (!answer.drain_pool)
+            return answer.route;
+        if (drained)
+            return TM_ROUTE_CHUNKED; /* the pool filled again meanwhile: no room for driver memory */
+        tm_chunk_pool_drain(false); /* then routed on what HBM holds once it is drained */
     }
-    bool hbm_room = hbm_used + bytes <= hbm_limit;
-    if (!hbm_room && (tm_ipc_keeps_plain() || !tm_policy_wants_chunks(&(*device)->policy, &desc)) &&
-        hbm_used - tm_chunk_pool_bytes(*device, TM_TIER_HBM) + bytes <= hbm_limit) {
-        /* the room the pool holds, for memory the driver makes */
-        tm_chunk_pool_drain(false);
-        hbm_room = __atomic_load_n(&(*device)->hbm_used, __ATOMIC_RELAXED) + bytes <= hbm_limit;
-    }
-    if (hbm_room && tm_ipc_keeps_plain())
-        return TM_ROUTE_SMALL;
-    if (tm_policy_wants_chunks(&(*device)->policy, &desc))
-        return TM_ROUTE_CHUNKED;
-    /* a small allocation the HBM limit cannot take any more goes to the lower tiers */
-    return hbm_room ? TM_ROUTE_SMALL : TM_ROUTE_CHUNKED;
+}
+
+CUresult tm_alloc_serve(size_t bytes, uint32_t path, CUdeviceptr *dptr, tm_driver_alloc driver, const void *args)
+{
+    tm_stream_free_drain();
+    tm_device *device = NULL;
+    CUcontext ctx = NULL;
+    tm_route route = dptr ? tm_route_allocation(bytes, &device, &ctx) : TM_ROUTE_DRIVER;
+    CUresult result;
+    if (route == TM_ROUTE_CHUNKED && tm_alloc_chunked(device, ctx, bytes, path, dptr, &result))
+        return result;
+    if (route == TM_ROUTE_LOWER && tm_alloc_chunked_lower(device, ctx, bytes, path, dptr, &result))
+        return result;
+    result = driver(dptr, bytes, args);
+    /* HBM itself is full (other users of the device): a lower tier may still hold it */
+    if ((route == TM_ROUTE_SMALL || route == TM_ROUTE_LOWER) && result == CUDA_ERROR_OUT_OF_MEMORY &&
+        tm_alloc_chunked(device, ctx, bytes, path, dptr, &result))
+        return result;
+    if (result == CUDA_SUCCESS && route != TM_ROUTE_DRIVER)
+        tm_track_driver_alloc(device, ctx, *dptr, bytes, path, false);
+    return result;
 }
 
 /* ---------------------------------------------------------------- counting */
@@ -114,8 +128,7 @@ static void record_in_stats(tm_alloc *a)
     if (a->managed)
         flags |= TM_STATS_RECORD_MANAGED;
     a->stats_slot = tm_stats_record_add(a->path, a->range.base, a->range.size, chunks, flags);
-    tm_heat_alloc_attach(a, a->backing ? a->backing->bytes : a->range.size,
-                         a->backing ? a->backing->plan.chunk_size : 2 * TM_MIB);
+    announce_created(a);
 }
 
 tm_alloc *tm_track_driver_alloc(tm_device *device, CUcontext ctx, CUdeviceptr dptr, uint64_t bytes, uint32_t path,
@@ -161,8 +174,8 @@ void tm_forget(tm_alloc *a)
         tm_stat_sub(small_bytes, a->range.size);
         tm_device_charge(a->device, TM_TIER_HBM, -(int64_t)a->range.size, 0);
     }
+    announce_released(a, TM_RELEASE_FREED);
     tm_stats_record_remove(a->stats_slot);
-    tm_heat_alloc_detach(a);
     tm_stat_add(free_total, 1);
     free(a);
 }
@@ -175,7 +188,7 @@ static void refuse_tier(tm_device *device, tm_tier_id tier, CUresult result)
     bool was_present = device->tiers.tier[tier].present;
     device->tiers.tier[tier].present = false;
     pthread_mutex_unlock(&device->place_lock);
-    __atomic_store_n(&tm_stats->tier[tier].present, 0, __ATOMIC_RELAXED);
+    tm_stats_tier_absent(tier);
     if (was_present)
         tm_warn("the driver refused memory on node %d for the %s tier (error %d); the tier is not used",
                 device->tiers.tier[tier].node, tm_tier_name(tier), (int)result);
@@ -245,11 +258,12 @@ static bool alloc_chunked(tm_device *device, CUcontext ctx, uint64_t bytes, uint
             charge_plan(device, &plan, +1);
         tm_device_place_unlock(device);
         if (!fits && room_rounds < 16) {
-            /* the file tier drops chunks it can read back, and placement starts over (the
-             * room may come in a tier that cannot take the whole request) */
+            /* the watchers give back what they can (the file tier drops chunks it can read
+             * back), and placement starts over (the room may come in a tier that cannot
+             * take the whole request) */
             room_rounds++;
             uint64_t chunks = (bytes + device->policy.chunk_size - 1) / device->policy.chunk_size;
-            if (tm_file_tier_make_room(device, chunks)) {
+            if (ask_for_room(device, chunks)) {
                 memset(full, 0, sizeof full);
                 full[TM_TIER_HBM] = !hbm;
                 attempt = -1;
@@ -324,8 +338,7 @@ static bool alloc_chunked(tm_device *device, CUcontext ctx, uint64_t bytes, uint
     return true;
 }
 
-uint64_t tm_alloc_move_chunks(tm_device *device, tm_alloc *a, uint64_t first, uint64_t count,
-                              tm_tier_id tier, tm_move_bytes bytes)
+uint64_t tm_alloc_replace_chunks(tm_device *device, tm_alloc *a, uint64_t first, uint64_t count, tm_tier_id tier)
 {
     tm_backing *b = a->backing;
     if (!b || first >= b->plan.chunks ||
@@ -334,9 +347,7 @@ uint64_t tm_alloc_move_chunks(tm_device *device, tm_alloc *a, uint64_t first, ui
     if (count > b->plan.chunks - first)
         count = b->plan.chunks - first;
     uint64_t chunk = b->plan.chunk_size, moved = 0;
-    if (bytes == TM_MOVE_BYTES_KEEP) /* migration drains the context: not on the caller's path */
-        return !b->pinned_host && tm_deferred_move(b->base + first * chunk, count * chunk, tier) ? count : 0;
-    tm_migrate_lock(); /* the rebalancer moves chunks too */
+    tm_remap_lock(); /* the rebalancer moves chunks too */
     tm_device_place_lock(device);
     for (uint64_t i = first; i < first + count; i++) {
         tm_tier_id from = tm_backing_chunk_tier(b, i);
@@ -353,7 +364,7 @@ uint64_t tm_alloc_move_chunks(tm_device *device, tm_alloc *a, uint64_t first, ui
         moved++;
     }
     tm_device_place_unlock(device);
-    tm_migrate_unlock();
+    tm_remap_unlock();
     if (moved) {
         uint32_t chunks[TM_STATS_TIERS];
         for (int t = 0; t < TM_STATS_TIERS; t++)
@@ -441,18 +452,14 @@ void tm_free_chunked(tm_alloc *a, tm_wait wait, CUstream stream)
         tm_forget(a);
         return;
     }
-    tm_warm_start_note(a);
-    tm_migrate_lock(); /* none of its chunks is mid-migration */
-    tm_file_tier_forget(a);
-    tm_stream_ring_forget(a->backing->base, a->backing->bytes);
+    tm_remap_lock(); /* none of its chunks is being remapped */
+    announce_released(a, TM_RELEASE_FREED);
     release_backing(a);
-    tm_migrate_unlock();
+    tm_remap_unlock();
     tm_stats_record_remove(a->stats_slot);
-    tm_heat_alloc_detach(a);
     tm_stat_sub(tiered_count, 1);
     tm_stat_sub(tiered_bytes, a->range.size);
     tm_stat_add(free_total, 1);
-    free(a->label);
     free(a);
 }
 
@@ -463,7 +470,7 @@ tm_alloc *tm_untrack(CUdeviceptr dptr)
     if (tm_registry_count() == 0)
         return NULL;
     tm_range *range = tm_registry_remove(dptr);
-    return range ? (tm_alloc *)range : NULL;
+    return range ? alloc_of(range) : NULL;
 }
 
 void tm_retrack(tm_alloc *a)
@@ -472,9 +479,43 @@ void tm_retrack(tm_alloc *a)
         tm_log_once(TM_LOG_WARN, "lost track of the allocation at 0x%llx", (unsigned long long)a->range.base);
 }
 
-static void copy_view(const tm_range *range, void *arg)
+/* The registry's walks, on records of ours. */
+typedef struct alloc_visit {
+    void (*visit)(tm_alloc *alloc, void *arg);
+    void *arg;
+} alloc_visit;
+
+static void visit_alloc(tm_range *range, void *arg)
 {
-    const tm_alloc *a = (const tm_alloc *)range;
+    const alloc_visit *v = arg;
+    v->visit(alloc_of(range), v->arg);
+}
+
+bool tm_alloc_find(CUdeviceptr address, void (*visit)(tm_alloc *alloc, void *arg), void *arg)
+{
+    alloc_visit v = { visit, arg };
+    return tm_registry_count() != 0 && tm_registry_find(address, visit_alloc, &v);
+}
+
+static void take_alloc(tm_alloc *a, void *arg)
+{
+    *(tm_alloc **)arg = a;
+}
+
+tm_alloc *tm_alloc_at(CUdeviceptr address)
+{
+    tm_alloc *a = NULL;
+    return tm_alloc_find(address, take_alloc, &a) ? a : NULL;
+}
+
+void tm_alloc_each(void (*visit)(tm_alloc *alloc, void *arg), void *arg)
+{
+    alloc_visit v = { visit, arg };
+    tm_registry_each(visit_alloc, &v);
+}
+
+static void copy_view(tm_alloc *a, void *arg)
+{
     tm_alloc_view *view = arg;
     view->base = a->range.base;
     view->size = a->range.size;
@@ -492,9 +533,8 @@ struct claim {
     int slot;
 };
 
-static void claim_read_mostly(const tm_range *range, void *arg)
+static void claim_read_mostly(tm_alloc *a, void *arg)
 {
-    tm_alloc *a = (tm_alloc *)range; /* records are the registry's, never const */
     struct claim *c = arg;
     if (!a->baseline || __atomic_exchange_n(&a->read_mostly, true, __ATOMIC_ACQ_REL))
         return;
@@ -504,7 +544,7 @@ static void claim_read_mostly(const tm_range *range, void *arg)
 bool tm_claim_read_mostly(CUdeviceptr address, CUdeviceptr *base, uint64_t *size)
 {
     struct claim c = { .claimed = false };
-    if (tm_registry_count() == 0 || !tm_registry_find(address, claim_read_mostly, &c) || !c.claimed)
+    if (!tm_alloc_find(address, claim_read_mostly, &c) || !c.claimed)
         return false;
     tm_stats_record_flag(c.slot, TM_STATS_RECORD_READ_MOSTLY);
     *base = c.base;
@@ -514,7 +554,7 @@ bool tm_claim_read_mostly(CUdeviceptr address, CUdeviceptr *base, uint64_t *size
 
 bool tm_lookup(CUdeviceptr address, tm_alloc_view *view)
 {
-    return tm_registry_count() != 0 && tm_registry_find(address, copy_view, view);
+    return tm_alloc_find(address, copy_view, view);
 }
 
 /* ---------------------------------------------------------------- teardown */
@@ -538,7 +578,7 @@ void tm_release_context(CUcontext ctx, bool context_alive)
     if (count && context_alive)
         wait_in_context(ctx);
     for (size_t i = 0; i < count; i++) {
-        tm_alloc *a = (tm_alloc *)taken[i];
+        tm_alloc *a = alloc_of(taken[i]);
         /* memory the driver made goes with the context */
         if (a->backing)
             tm_free_chunked(a, TM_WAIT_NOTHING, NULL);
@@ -556,12 +596,11 @@ void tm_forget_all_in_child(void)
     size_t count;
     tm_range **taken = tm_registry_take(every, NULL, &count);
     for (size_t i = 0; i < count; i++) {
-        tm_alloc *a = (tm_alloc *)taken[i];
+        tm_alloc *a = alloc_of(taken[i]);
+        announce_released(a, TM_RELEASE_FORGOTTEN);
         if (a->backing)
             tm_backing_untrack_tiers(a->backing);
         free(a->backing);
-        free(a->file);
-        tm_heat_alloc_detach(a);
         free(a);
     }
     free(taken);
@@ -574,10 +613,9 @@ typedef struct peer_grant {
     CUmemAccessDesc access;
 } peer_grant;
 
-static void grant(const tm_range *record, void *arg)
+static void grant(tm_alloc *a, void *arg)
 {
-    const tm_alloc *a = (const tm_alloc *)record;
-    peer_grant *g = arg;
+    const peer_grant *g = arg;
     if (a->device != g->owner || !a->backing || a->backing->pinned_host)
         return;
     CUresult result = tm_real.cuMemSetAccess(a->backing->base, a->backing->bytes, &g->access, 1);
@@ -593,9 +631,9 @@ void tm_grant_peer_access(tm_device *owner, CUdevice accessor)
         .access = { .location = { .type = CU_MEM_LOCATION_TYPE_DEVICE, .id = accessor },
                     .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE },
     };
-    tm_migrate_lock(); /* no chunk is being remapped meanwhile */
-    tm_registry_each(grant, &g);
-    tm_migrate_unlock();
+    tm_remap_lock(); /* no chunk is being remapped meanwhile */
+    tm_alloc_each(grant, &g);
+    tm_remap_unlock();
 }
 
 bool tm_alloc_chunked(tm_device *device, CUcontext ctx, uint64_t bytes, uint32_t path,

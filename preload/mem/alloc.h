@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "policy/heat.h"
+#include "policy/place.h"
 #include "preload/mem/backing.h"
 #include "preload/driver/cuda_api.h"
 #include "preload/tiers/device.h"
@@ -43,15 +44,44 @@ typedef struct tm_alloc {
                              * never seen (set under the migration lock) */
 } tm_alloc;
 
-/* How an allocation request is served. */
-typedef enum tm_route {
-    TM_ROUTE_DRIVER,        /* straight to the driver, not tracked (tiering off, no context) */
-    TM_ROUTE_SMALL,         /* to the driver, counted in HBM */
-    TM_ROUTE_CHUNKED,       /* chunks placed across the tiers */
-    TM_ROUTE_LOWER,         /* chunks placed in the tiers below HBM (a weight that streams) */
-} tm_route;
+/* ---------------------------------------------------------------- events */
 
+/* Why a record goes. */
+typedef enum tm_release_kind {
+    TM_RELEASE_FREED,       /* its memory is released now: a chunked one with the remap lock
+                             * held (mem/backing.h) and its backing still mapped */
+    TM_RELEASE_FORGOTTEN,   /* a fork child drops the parent's record; the memory is not its own */
+} tm_release_kind;
+
+/* What the rooms above do as allocations come and go (each entry may leave any out). The
+ * core calls nothing above itself: preload/lifecycle.c lists the watchers, in order. */
+typedef struct tm_alloc_watcher {
+    const char *name;
+    /* A record was made: in the registry, with its stats record (stats_slot, may be -1). */
+    void (*created)(tm_alloc *alloc);
+    /* A record leaves: out of the registry, its memory about to go as `how` says. */
+    void (*released)(tm_alloc *alloc, tm_release_kind how);
+    /* No tier has room for `chunks` chunks of `device`: give some back if you can; how many
+     * were (placement then starts over). */
+    uint64_t (*make_room)(tm_device *device, uint64_t chunks);
+} tm_alloc_watcher;
+
+/* NULL-terminated: preload/lifecycle.c defines it. */
+extern const tm_alloc_watcher *const tm_alloc_watchers[];
+
+/* ---------------------------------------------------------------- requests */
+
+/* Routes a request of `bytes` on the calling thread's current device (policy/place.h, one
+ * question per request); TM_ROUTE_DRIVER leaves *device and *ctx unset. */
 tm_route tm_route_allocation(uint64_t bytes, tm_device **device, CUcontext *ctx);
+
+/* The driver's own allocation call for one path; `args` carries its extra arguments. */
+typedef CUresult (*tm_driver_alloc)(CUdeviceptr *dptr, size_t bytes, const void *args);
+
+/* Serves one allocation request of the program: routed, then chunked across the tiers, or
+ * made by `driver` and counted (HBM the driver itself is out of sends it to the lower
+ * tiers). */
+CUresult tm_alloc_serve(size_t bytes, uint32_t path, CUdeviceptr *dptr, tm_driver_alloc driver, const void *args);
 
 /* Makes a chunked allocation (under a managed policy: managed memory, managed.h). Returns
  * false when the call must pass through to the driver instead (an internal error, logged
@@ -75,20 +105,14 @@ void tm_retrack(tm_alloc *alloc);
 /* After the driver freed memory it made: drops the counts and the record. */
 void tm_forget(tm_alloc *alloc);
 
-/* Whether moved chunks keep their bytes. */
-typedef enum tm_move_bytes {
-    TM_MOVE_BYTES_DEAD,     /* the caller guarantees the bytes are dead: about to be
-                             * overwritten whole, nothing in flight using them */
-    TM_MOVE_BYTES_KEEP,     /* copy them over and remap at a safe point (migration) */
-} tm_move_bytes;
-
-/* Moves chunks [first, first + count) of a chunked allocation to `tier`: the one entry
- * point for changing placement after allocation (name rules now, heat later). Charges the
- * tiers, keeps the stats record right, and leaves a chunk where it is when the tier is
- * absent, full or the driver refuses. DEAD moves now and returns the chunks moved; KEEP
- * queues a migration (deferred_move.h) and returns the chunks queued. */
-uint64_t tm_alloc_move_chunks(tm_device *device, tm_alloc *alloc, uint64_t first, uint64_t count,
-                              tm_tier_id tier, tm_move_bytes bytes);
+/* Puts chunks [first, first + count) of a chunked allocation in `tier` without keeping
+ * their bytes: the caller guarantees they are dead (about to be overwritten whole, nothing
+ * in flight using them). Charges the tiers, keeps the stats record right, and leaves a
+ * chunk where it is when the tier is absent, full or the driver refuses; memory shared with
+ * other processes never moves. Returns the chunks moved. (Chunks whose bytes live move by
+ * migration: move/migrate.h.) */
+uint64_t tm_alloc_replace_chunks(tm_device *device, tm_alloc *alloc, uint64_t first, uint64_t count,
+                                 tm_tier_id tier);
 
 /* How to wait for work that may still use a chunked allocation before releasing it. */
 typedef enum tm_wait {
@@ -118,6 +142,18 @@ typedef struct tm_alloc_view {
 } tm_alloc_view;
 
 bool tm_lookup(CUdeviceptr address, tm_alloc_view *view);
+
+/* The tracked allocation containing `address`: `visit` runs on it while it cannot go away
+ * (what it changes there has locks or atomics of its own). False, without a visit, when
+ * none contains it. */
+bool tm_alloc_find(CUdeviceptr address, void (*visit)(tm_alloc *alloc, void *arg), void *arg);
+
+/* The tracked allocation containing `address`, or NULL. The record may be used after the
+ * call only while the caller holds the remap lock (mem/backing.h), which its release takes. */
+tm_alloc *tm_alloc_at(CUdeviceptr address);
+
+/* Every tracked allocation, while none can go away (every shard locked: keep it short). */
+void tm_alloc_each(void (*visit)(tm_alloc *alloc, void *arg), void *arg);
 
 /* Teardown: everything a context allocated (before it is destroyed, or after, with
  * `context_alive` false). Nothing is released at exit: that is the driver's. */

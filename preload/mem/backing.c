@@ -3,12 +3,14 @@
 
 #include <errno.h>
 #include <numaif.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
 #include "preload/driver/driver.h"
 #include "preload/base/log.h"
+#include "preload/base/libc_real.h"
 
 size_t tm_backing_access(const tm_backing_target *target, CUmemAccessDesc desc[TM_BACKING_ACCESS_MAX])
 {
@@ -140,7 +142,7 @@ static void bind_runs(tm_backing *b, const tm_backing_target *target)
 static tm_backing_failure pinned_create(tm_backing *b, const tm_backing_target *target, tm_tier_id *tier,
                                         CUresult *result)
 {
-    b->host = mmap(NULL, b->bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    b->host = tm_libc_mmap(NULL, b->bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (b->host == MAP_FAILED) {
         b->host = NULL;
         *tier = b->plan.run[0].tier;
@@ -155,7 +157,7 @@ static tm_backing_failure pinned_create(tm_backing *b, const tm_backing_target *
             return TM_BACKING_OK;
         tm_release_call(tm_real.cuMemHostUnregister(b->host));
     }
-    munmap(b->host, b->bytes);
+    tm_libc_munmap(b->host, b->bytes);
     b->host = NULL;
     *tier = b->plan.run[0].tier;
     return *result == CUDA_ERROR_OUT_OF_MEMORY ? TM_BACKING_TIER_FULL : TM_BACKING_INTERNAL;
@@ -264,7 +266,7 @@ void tm_backing_destroy_keeping(tm_backing *b, tm_backing_keep keep, void *arg)
 {
     if (b->pinned_host) {
         tm_release_call(tm_real.cuMemHostUnregister(b->host));
-        munmap(b->host, b->bytes);
+        tm_libc_munmap(b->host, b->bytes);
     } else if (!keep) {
         vmm_undo(b, b->plan.chunks);
     } else {
@@ -276,4 +278,23 @@ void tm_backing_destroy_keeping(tm_backing *b, tm_backing_keep keep, void *arg)
     }
     tm_backing_untrack_tiers(b);
     free(b);
+}
+
+/* ---------------------------------------------------------------- the remap lock */
+
+static pthread_mutex_t remap_mutex = PTHREAD_MUTEX_INITIALIZER;
+
+void tm_remap_lock(void)
+{
+    pthread_mutex_lock(&remap_mutex);
+}
+
+void tm_remap_unlock(void)
+{
+    pthread_mutex_unlock(&remap_mutex);
+}
+
+void tm_remap_lock_forget_in_child(void)
+{
+    pthread_mutex_init(&remap_mutex, NULL);
 }

@@ -13,15 +13,7 @@
 
 #include "policy/place.h"
 #include "preload/driver/cuda_api.h"
-
-typedef struct tm_backing_target {
-    CUdevice device;
-    int node[TM_TIER_COUNT];   /* NUMA node of each host tier */
-    bool pinned_host;          /* lower tiers as pinned host memory */
-    uint64_t peers;            /* bit d: device d has peer access to this device's memory
-                                * (atomic: it grows while the program runs) */
-    CUmemAllocationHandleType handle_types; /* chunks are created exportable as these (ipc.h) */
-} tm_backing_target;
+#include "preload/tiers/device.h"
 
 /* backing->tier of a chunk the file tier dropped (file_tier.h): unmapped, handle 0. */
 #define TM_TIER_DROPPED 0xff
@@ -81,6 +73,14 @@ void tm_backing_untrack_tiers(tm_backing *backing);
  * chunk as it was, on any failure; pinned-host backings cannot do it. */
 bool tm_backing_replace_chunk(tm_backing *backing, uint64_t index, tm_tier_id tier,
                               const tm_backing_target *target);
+
+/* One lock over the mappings of every chunked allocation: remaps (migration, the stream
+ * ring, the file tier's drops and read-backs) and releases exclude one another, so no
+ * chunk is released while it is being remapped. Taken before a device's place lock. */
+void tm_remap_lock(void);
+void tm_remap_unlock(void);
+/* A fork child: a fresh lock (the forking thread's is not its own). */
+void tm_remap_lock_forget_in_child(void);
 
 /* Unmaps and releases everything (the caller has made sure nothing in flight uses it). */
 void tm_backing_destroy(tm_backing *backing);

@@ -5,11 +5,11 @@
 #include "policy/managed.h"
 #include "preload/mem/alloc.h"
 #include "preload/driver/driver.h"
+#include "preload/driver/launch.h"
 #include "preload/base/log.h"
 #include "preload/region/stats.h"
 
-static bool launched;   /* a kernel launch has been submitted */
-static bool watching;   /* advised managed memory exists and no kernel has run: fills matter */
+static bool watching;   /* advised managed memory exists (made before any kernel ran): fills matter */
 
 static CUmemLocation device_location(const tm_device *device)
 {
@@ -39,7 +39,7 @@ bool tm_alloc_managed(tm_device *device, CUcontext ctx, uint64_t bytes, uint32_t
         if (r != CUDA_SUCCESS)
             tm_log_once(TM_LOG_WARN, "the driver refused a preferred location for managed memory (error %d)",
                         (int)r);
-        if (!__atomic_load_n(&launched, __ATOMIC_ACQUIRE))
+        if (!tm_launch_seen())
             __atomic_store_n(&watching, true, __ATOMIC_RELEASE);
     }
     tm_debug("0x%llx: %llu bytes of managed memory%s", (unsigned long long)*dptr, (unsigned long long)bytes,
@@ -53,7 +53,7 @@ void tm_managed_note_fill(CUdeviceptr dst)
     if (!__atomic_load_n(&watching, __ATOMIC_ACQUIRE))
         return;
     tm_device *device = tm_device_ready(); /* the managed policy's settings are every device's */
-    if (!device || !tm_managed_read_mostly_on_fill(&device->policy, __atomic_load_n(&launched, __ATOMIC_ACQUIRE)))
+    if (!device || !tm_managed_read_mostly_on_fill(&device->policy, tm_launch_seen()))
         return;
     CUdeviceptr base;
     uint64_t size;
@@ -62,17 +62,4 @@ void tm_managed_note_fill(CUdeviceptr dst)
     CUresult r = tm_real.cuMemAdvise_v2(base, size, CU_MEM_ADVISE_SET_READ_MOSTLY, device_location(device));
     tm_debug("0x%llx: read-mostly (filled from the host before the first kernel launch)%s",
              (unsigned long long)base, r == CUDA_SUCCESS ? "" : "; the driver refused the advice");
-}
-
-bool tm_managed_launched(void)
-{
-    return __atomic_load_n(&launched, __ATOMIC_ACQUIRE);
-}
-
-void tm_managed_note_launch(void)
-{
-    if (__atomic_load_n(&launched, __ATOMIC_RELAXED))
-        return;
-    __atomic_store_n(&launched, true, __ATOMIC_RELEASE);
-    __atomic_store_n(&watching, false, __ATOMIC_RELEASE);
 }

@@ -1,6 +1,6 @@
 /* managed.h — the managed-memory baseline's mechanism (its decisions: policy/managed.h):
  * managed memory made in place of chunks, the advice given at birth, and the host fills
- * and first launch the read-mostly rule watches. */
+ * the read-mostly rule watches until the first kernel launch (driver/launch.h). */
 #ifndef TM_PRELOAD_MANAGED_H
 #define TM_PRELOAD_MANAGED_H
 
@@ -17,10 +17,5 @@ bool tm_alloc_managed(tm_device *device, CUcontext ctx, uint64_t bytes, uint32_t
 
 /* The host wrote [dst, ...) of device memory (a host-to-device copy that succeeded). */
 void tm_managed_note_fill(CUdeviceptr dst);
-
-/* A kernel launch was submitted. */
-void tm_managed_note_launch(void);
-/* True once one has been (the end of loading, for model_files.h too). */
-bool tm_managed_launched(void);
 
 #endif /* TM_PRELOAD_MANAGED_H */

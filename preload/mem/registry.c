@@ -151,13 +151,13 @@ tm_range *tm_registry_remove(uint64_t base)
     }
 }
 
-bool tm_registry_find(uint64_t address, void (*read)(const tm_range *record, void *arg), void *arg)
+bool tm_registry_find(uint64_t address, void (*visit)(tm_range *record, void *arg), void *arg)
 {
     shard *s = &shards[shard_of(address)];
     pthread_rwlock_rdlock(&s->lock);
     tm_range *record = find_in(s, address);
     if (record)
-        read(record, arg);
+        visit(record, arg);
     pthread_rwlock_unlock(&s->lock);
     return record != NULL;
 }
@@ -215,7 +215,7 @@ tm_range **tm_registry_take(bool (*match)(const tm_range *record, void *arg), vo
 
 typedef struct each_walk {
     unsigned shard;
-    void (*visit)(const tm_range *record, void *arg);
+    void (*visit)(tm_range *record, void *arg);
     void *arg;
 } each_walk;
 
@@ -224,12 +224,12 @@ static void visit_node(const void *node, VISIT which, void *closure)
     each_walk *walk = closure;
     if (which != postorder && which != leaf)
         return;
-    const tm_range *record = *(tm_range *const *)node;
+    tm_range *record = *(tm_range *const *)node;
     if (shard_of(record->base) == walk->shard) /* once, from the shard of its base */
         walk->visit(record, walk->arg);
 }
 
-void tm_registry_each(void (*visit)(const tm_range *record, void *arg), void *arg)
+void tm_registry_each(void (*visit)(tm_range *record, void *arg), void *arg)
 {
     each_walk walk = { .visit = visit, .arg = arg };
     tm_registry_lock_all();

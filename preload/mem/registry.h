@@ -31,9 +31,10 @@ bool tm_registry_insert(tm_range *record);
 /* Removes and returns the record whose base is exactly `base`, or NULL. */
 tm_range *tm_registry_remove(uint64_t base);
 
-/* Finds the record containing `address` and lets `read` copy what it needs while the
- * record cannot go away. Returns false (without calling read) when none contains it. */
-bool tm_registry_find(uint64_t address, void (*read)(const tm_range *record, void *arg), void *arg);
+/* Finds the record containing `address` and calls `visit` on it while it cannot go away
+ * (the record is the caller's own: what `visit` changes in it is guarded by the caller).
+ * Returns false (without calling visit) when none contains it. */
+bool tm_registry_find(uint64_t address, void (*visit)(tm_range *record, void *arg), void *arg);
 
 /* Removes every record for which `match` is true and returns them in a malloc'd array
  * (*count entries; NULL when none). Should memory for the array run out, the records
@@ -41,7 +42,7 @@ bool tm_registry_find(uint64_t address, void (*read)(const tm_range *record, voi
 tm_range **tm_registry_take(bool (*match)(const tm_range *record, void *arg), void *arg, size_t *count);
 
 /* Calls `visit` on every record while none can go away (every shard locked: keep it short). */
-void tm_registry_each(void (*visit)(const tm_range *record, void *arg), void *arg);
+void tm_registry_each(void (*visit)(tm_range *record, void *arg), void *arg);
 
 /* Records held now (a hint for fast paths: 0 means "nothing to look up"). */
 size_t tm_registry_count(void);

@@ -20,16 +20,6 @@ static pending *outstanding;        /* frees queued on streams, newest first */
 static int reached_count;           /* of those, flagged ones not yet drained */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
-bool tm_stream_capturing(CUstream stream, bool ptsz)
-{
-    PFN_cuStreamIsCapturing_v10000 is_capturing =
-        ptsz && tm_real.cuStreamIsCapturing_ptsz ? tm_real.cuStreamIsCapturing_ptsz : tm_real.cuStreamIsCapturing;
-    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
-    if (!is_capturing || is_capturing(stream, &status) != CUDA_SUCCESS)
-        return false;
-    return status != CU_STREAM_CAPTURE_STATUS_NONE;
-}
-
 /* Runs on the driver's thread when the stream gets here: no driver calls allowed. */
 static void CUDA_CB on_reached(void *arg)
 {

@@ -13,10 +13,6 @@
 
 #include "preload/mem/alloc.h"
 
-/* Is `stream` capturing? (`ptsz`: the per-thread default stream form.) False when the
- * driver cannot say. */
-bool tm_stream_capturing(CUstream stream, bool ptsz);
-
 /* Releases `alloc`, already out of the registry, once `stream` reaches this point. */
 void tm_stream_free(tm_alloc *alloc, CUstream stream, bool ptsz);
 

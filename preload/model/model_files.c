@@ -13,13 +13,13 @@
 
 #include "preload/base/libc_real.h"
 #include "preload/base/log.h"
-#include "preload/mem/managed.h"
+#include "preload/base/settings.h"
+#include "preload/driver/launch.h"
 
 #define FD_MAX 65536                /* descriptors above this are not followed */
 #define FILES_MAX 1024              /* distinct model files per process */
 #define HEADER_MAX ((size_t)256 << 20)
 
-static bool enabled;
 static tm_model_file *fd_file[FD_MAX];
 
 static pthread_mutex_t files_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -28,12 +28,14 @@ static int file_count;
 static int files_loading;           /* files with some tensors uploaded and some not */
 static uint64_t bytes_left;         /* of their tensors not uploaded yet */
 
-void tm_model_files_enable(bool on)
-{
-    __atomic_store_n(&enabled, on, __ATOMIC_RELEASE);
-}
-
 /* ---------------------------------------------------------------- recognising */
+
+/* Files are followed once the configuration is read (opens made while it is read, or
+ * before, are not the program's model files) and while tiering is on. */
+static bool recording(void)
+{
+    return tm_settings_loaded() && tm_tiering_on();
+}
 
 static bool looks_like_model(const char *path)
 {
@@ -158,7 +160,7 @@ void tm_model_file_uploaded(const tm_model_file *file, uint64_t offset, uint64_t
 
 bool tm_model_files_loading(void)
 {
-    return __atomic_load_n(&files_loading, __ATOMIC_ACQUIRE) > 0 && !tm_managed_launched();
+    return __atomic_load_n(&files_loading, __ATOMIC_ACQUIRE) > 0 && !tm_launch_seen();
 }
 
 uint64_t tm_model_files_bytes_left(void)
@@ -169,7 +171,7 @@ uint64_t tm_model_files_bytes_left(void)
 void tm_model_files_opened(int fd, const char *path, int flags)
 {
     if (fd < 0 || fd >= FD_MAX || !path || (flags & O_ACCMODE) != O_RDONLY ||
-        !__atomic_load_n(&enabled, __ATOMIC_ACQUIRE) || !looks_like_model(path))
+        !recording() || !looks_like_model(path))
         return;
     __atomic_store_n(&fd_file[fd], tm_model_file_load(fd, path), __ATOMIC_RELEASE);
 }

@@ -36,9 +36,6 @@ typedef struct tm_model_file {
     uint64_t bytes;                 /* of all its tensors */
 } tm_model_file;
 
-/* Turns recording on (after the configuration is read; never before). */
-void tm_model_files_enable(bool on);
-
 /* After open/openat returned `fd` for `path` with `flags`. */
 void tm_model_files_opened(int fd, const char *path, int flags);
 /* Before close(fd). */

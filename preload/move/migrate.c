@@ -15,10 +15,9 @@
 #include "preload/driver/submit_gate.h"
 #include "preload/tiermem.h"
 
-static pthread_mutex_t migrate_mutex = PTHREAD_MUTEX_INITIALIZER;
 uint32_t tm_migrate_pass = 1;
 
-/* Guarded by migrate_mutex. */
+/* Guarded by the remap lock (mem/backing.h). */
 static CUcontext stream_ctx;    /* the context `stream` belongs to */
 static CUstream stream;         /* the interposer's own copy stream */
 static CUdeviceptr staging;     /* TM_MIGRATE_BATCH chunks of address space */
@@ -29,16 +28,6 @@ static unsigned closed_copies;  /* batches left to copy only under the closed ga
  * closed gate, rather than twice: while the program keeps writing, the copy made with the
  * gate open is wasted. Every this many, the open copy is tried again. */
 #define CLOSED_COPY_RUN 8
-
-void tm_migrate_lock(void)
-{
-    pthread_mutex_lock(&migrate_mutex);
-}
-
-void tm_migrate_unlock(void)
-{
-    pthread_mutex_unlock(&migrate_mutex);
-}
 
 /* ---------------------------------------------------------------- set-up */
 
@@ -203,11 +192,6 @@ static CUresult move_batch(tm_device *d, tm_alloc *a, uint64_t first, uint64_t c
 
 /* ---------------------------------------------------------------- ranges */
 
-static void take_record(const tm_range *range, void *arg)
-{
-    *(tm_alloc **)arg = (tm_alloc *)range; /* records are the registry's, never const */
-}
-
 /* Chunks [first, end) of `a` not yet in `to`, in batches of contiguous runs. */
 static CUresult move_chunks(tm_device *d, tm_alloc *a, uint64_t first, uint64_t end, tm_tier_id to)
 {
@@ -238,10 +222,10 @@ CUresult tm_migrate_range(CUdeviceptr address, uint64_t bytes, tm_tier_id to)
     tm_device *d = tm_device_ready();
     if (!d || to >= TM_TIER_COUNT || !d->tiers.tier[to].present || bytes == 0)
         return CUDA_ERROR_INVALID_VALUE;
-    tm_migrate_lock();
-    tm_alloc *a = NULL;
+    tm_remap_lock();
+    tm_alloc *a = tm_alloc_at(address);
     CUresult r = CUDA_ERROR_INVALID_VALUE;
-    if (tm_registry_find(address, take_record, &a) && a->backing && address + bytes <= a->range.base + a->backing->bytes) {
+    if (a && a->backing && address + bytes <= a->range.base + a->backing->bytes) {
         if (a->backing->pinned_host || a->ipc_pinned || a->device != d) {
             /* host memory, shared with other processes, or not on the first device (chunks move there only) */
             r = CUDA_ERROR_NOT_SUPPORTED;
@@ -252,13 +236,12 @@ CUresult tm_migrate_range(CUdeviceptr address, uint64_t bytes, tm_tier_id to)
             r = move_chunks(d, a, first, end, to);
         }
     }
-    tm_migrate_unlock();
+    tm_remap_unlock();
     return r;
 }
 
 void tm_migrate_forget_in_child(void)
 {
-    pthread_mutex_init(&migrate_mutex, NULL);
     stream = NULL;
     stream_ctx = NULL;
     staging = 0;
@@ -268,14 +251,14 @@ void tm_migrate_forget_in_child(void)
 
 void tm_migrate_shutdown(void)
 {
-    tm_migrate_lock();
+    tm_remap_lock();
     if (stream) /* refused when the program released its context first: the stream went with it */
         tm_real.cuStreamDestroy_v2(stream);
     stream = NULL;
     if (staging)
         tm_release_call(tm_real.cuMemAddressFree(staging, TM_MIGRATE_BATCH * staging_chunk));
     staging = 0;
-    tm_migrate_unlock();
+    tm_remap_unlock();
     tm_chunk_pool_drain(true);
 }
 

@@ -40,12 +40,8 @@ CUresult tm_migrate_range(CUdeviceptr address, uint64_t bytes, tm_tier_id to);
 extern uint32_t tm_migrate_pass;
 #define TM_MIGRATE_PING_PONG 8
 
-/* Held by whoever releases a chunked allocation, so none is released mid-migration. */
-void tm_migrate_lock(void);
-void tm_migrate_unlock(void);
-
-/* A fork child: fresh lock, no stream or staging range (they were the parent's driver
- * state), no pooled chunks. */
+/* A fork child: no stream or staging range (they were the parent's driver state), no
+ * pooled chunks. */
 void tm_migrate_forget_in_child(void);
 
 /* Releases the interposer's stream, staging range and pooled chunks (at exit). */

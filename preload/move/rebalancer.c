@@ -27,9 +27,9 @@ static tm_device *rebalanced;
 static uint64_t migrate_rate;   /* bytes/s */
 static pthread_mutex_t pass_lock = PTHREAD_MUTEX_INITIALIZER; /* one pass at a time */
 static uint64_t last_pass_ns;   /* budget clock (clock.h) of the last pass (or of the start) */
-bool tm_rebalance_on_launches;
-bool tm_rebalance_soon;
-__thread uint32_t tm_rebalance_countdown = TM_REBALANCE_LAUNCHES;
+static bool on_launches;    /* the launch trigger is on */
+static bool soon;           /* the next launch of any thread runs a pass */
+static __thread uint32_t countdown = TM_REBALANCE_LAUNCHES; /* this thread's launches to its next pass */
 
 static uint64_t now_ns(void)
 {
@@ -95,9 +95,8 @@ static bool take_pins(snapshot *s, const tm_alloc *a, snap_alloc *sa)
     return true;
 }
 
-static void take_alloc(const tm_range *range, void *arg)
+static void take_alloc(tm_alloc *a, void *arg)
 {
-    const tm_alloc *a = (const tm_alloc *)range;
     snapshot *s = arg;
     const tm_backing *b = a->backing;
     if (!b || b->pinned_host || s->out_of_memory || a->device != s->device)
@@ -176,9 +175,9 @@ static void rebalance_once(tm_device *d, uint64_t budget)
     pthread_mutex_unlock(&d->place_lock);
     for (int t = 0; t < TM_TIER_COUNT; t++)
         s.present[t] = now.tier[t].present;
-    tm_migrate_lock(); /* tiers and pass numbers do not change while they are read */
-    tm_registry_each(take_alloc, &s);
-    tm_migrate_unlock();
+    tm_remap_lock(); /* tiers and pass numbers do not change while they are read */
+    tm_alloc_each(take_alloc, &s);
+    tm_remap_unlock();
     tm_rebalance_alloc *in = s.out_of_memory || !s.count ? NULL : malloc(s.count * sizeof *in);
     tm_rebalance_move *moves = in ? malloc(64 * sizeof *moves) : NULL;
     if (moves) {
@@ -224,7 +223,7 @@ static void pass_if_earned(bool wait, bool profile)
         pthread_mutex_lock(&pass_lock);
     else if (pthread_mutex_trylock(&pass_lock) != 0)
         return;
-    if (!__atomic_load_n(&tm_rebalance_on_launches, __ATOMIC_RELAXED)) { /* stopped: memory is going away */
+    if (!__atomic_load_n(&on_launches, __ATOMIC_RELAXED)) { /* stopped: memory is going away */
         pthread_mutex_unlock(&pass_lock);
         return;
     }
@@ -240,16 +239,26 @@ static void pass_if_earned(bool wait, bool profile)
     pthread_mutex_unlock(&pass_lock);
 }
 
-void tm_rebalancer_launches_done(CUstream stream, bool ptsz)
+/* A thread's countdown ran out, or a profile waits: a pass, unless the launch is being
+ * captured (a capture must not see the pass's synchronisation; the next turn will come). */
+static bool rebalance_before_launch(tm_launch *l)
 {
-    tm_rebalance_countdown = TM_REBALANCE_LAUNCHES;
-    /* a capture must not see the pass's synchronisation; the next turn will come */
-    if (tm_stream_capturing(stream, ptsz))
-        return;
+    if (--countdown != 0 && !__atomic_load_n(&soon, __ATOMIC_RELAXED))
+        return false;
+    countdown = TM_REBALANCE_LAUNCHES;
+    if (tm_launch_capturing(l))
+        return false;
     /* the pass a profile waits for runs before the first launch goes, whoever runs it */
-    bool soon = __atomic_exchange_n(&tm_rebalance_soon, false, __ATOMIC_RELAXED);
-    pass_if_earned(soon, soon);
+    bool waiting = __atomic_exchange_n(&soon, false, __ATOMIC_RELAXED);
+    pass_if_earned(waiting, waiting);
+    return false;
 }
+
+const tm_launch_watcher tm_rebalancer_launch_watcher = {
+    .name = "rebalancer",
+    .watching = &on_launches,
+    .before = rebalance_before_launch,
+};
 
 static void *rebalance_loop(void *arg)
 {
@@ -299,8 +308,8 @@ void tm_rebalancer_start(tm_device *device, uint64_t rate)
         return;
     }
     running = true;
-    __atomic_store_n(&tm_rebalance_soon, tm_warm_start_pending(), __ATOMIC_RELAXED);
-    __atomic_store_n(&tm_rebalance_on_launches, true, __ATOMIC_RELEASE);
+    __atomic_store_n(&soon, tm_warm_start_pending(), __ATOMIC_RELAXED);
+    __atomic_store_n(&on_launches, true, __ATOMIC_RELEASE);
     __atomic_store_n(&tm_stats->migrate_rate, rate, __ATOMIC_RELAXED);
 }
 
@@ -309,7 +318,7 @@ void tm_rebalancer_forget_in_child(void)
     pthread_mutex_init(&stop_lock, NULL);
     pthread_cond_init(&stop_cond, NULL);
     pthread_mutex_init(&pass_lock, NULL);
-    __atomic_store_n(&tm_rebalance_on_launches, false, __ATOMIC_RELAXED);
+    __atomic_store_n(&on_launches, false, __ATOMIC_RELAXED);
     running = false;
 }
 
@@ -317,7 +326,7 @@ void tm_rebalancer_stop(void)
 {
     if (!running)
         return;
-    __atomic_store_n(&tm_rebalance_on_launches, false, __ATOMIC_RELAXED);
+    __atomic_store_n(&on_launches, false, __ATOMIC_RELAXED);
     if (timer) {
         pthread_mutex_lock(&stop_lock);
         stopping = true;

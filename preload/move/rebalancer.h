@@ -16,29 +16,18 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "preload/driver/launch.h"
 #include "preload/tiers/device.h"
 
 #define TM_REBALANCE_INTERVAL_MS 100
 #define TM_REBALANCE_COOLDOWN 4     /* passes a moved chunk stays put */
 #define TM_REBALANCE_LAUNCHES 256   /* launches of a thread between two passes it runs */
 
-/* The launch trigger: on while the rebalancer runs; a countdown per thread; `soon`: the
- * next launch of any thread runs a pass (a warm-start profile waits to be applied). */
-extern bool tm_rebalance_on_launches;
-extern bool tm_rebalance_soon;
-extern __thread uint32_t tm_rebalance_countdown;
-
-/* A thread's countdown ran out: a pass, unless `stream` is capturing a graph. */
-void tm_rebalancer_launches_done(CUstream stream, bool ptsz);
-
-/* In every launch hook, before the launch is submitted. */
-static inline void tm_rebalancer_on_launch(CUstream stream, bool ptsz)
-{
-    if (!__atomic_load_n(&tm_rebalance_on_launches, __ATOMIC_RELAXED))
-        return;
-    if (--tm_rebalance_countdown == 0 || __atomic_load_n(&tm_rebalance_soon, __ATOMIC_RELAXED))
-        tm_rebalancer_launches_done(stream, ptsz);
-}
+/* The launch trigger, a watcher of launches (driver/launch.h): while the rebalancer runs,
+ * each thread counts its launches down, and a thread whose count ran out runs a pass
+ * before its launch goes, unless the launch is being captured into a graph; a warm-start
+ * profile waiting to be applied makes the next launch of any thread run one. */
+extern const tm_launch_watcher tm_rebalancer_launch_watcher;
 
 /* Starts the thread once, when the policy is `heat`, heat is measured, the rate is not 0
  * and chunks can migrate (VMM backing); says why not in one info line otherwise. */

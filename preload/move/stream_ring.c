@@ -83,6 +83,15 @@ static uint64_t now_ns(void)
 
 /* ---------------------------------------------------------------- start */
 
+/* The ring streams, or stops: the fast path of launches and the router's view of the
+ * device (its weights may spill while loading, to stream) follow. */
+static void set_ready(bool on)
+{
+    if (ring.device)
+        __atomic_store_n(&ring.device->streams, on, __ATOMIC_RELEASE);
+    __atomic_store_n(&tm_stream_ready, on, __ATOMIC_RELEASE);
+}
+
 void tm_stream_ring_start(tm_device *device, const tm_config *config)
 {
     if (config->policy != TM_POLICY_HEAT || ring.have_slots)
@@ -125,7 +134,7 @@ void tm_stream_ring_start(tm_device *device, const tm_config *config)
     ring.slots = slots;
     ring.have_slots = true;
     tm_info("policy heat: spilled weights stream through a ring of %d HBM chunks (%s)", slots, size);
-    __atomic_store_n(&tm_stream_ready, true, __ATOMIC_RELEASE);
+    set_ready(true);
 }
 
 int tm_stream_ring_slots(uint64_t asked, uint64_t hbm, uint64_t chunk)
@@ -170,18 +179,6 @@ static bool set_up_in(CUcontext ctx)
 
 /* ---------------------------------------------------------------- chunks */
 
-static void take_record(const tm_range *range, void *arg)
-{
-    *(tm_alloc **)arg = (tm_alloc *)range; /* records are the registry's, never const */
-}
-
-/* The chunked allocation holding `address` (the migration lock keeps it alive). */
-static tm_alloc *alloc_at(CUdeviceptr address)
-{
-    tm_alloc *a = NULL;
-    return tm_registry_find(address, take_record, &a) ? a : NULL;
-}
-
 /* Whether the chunk of `a` at `address` streams: spilled below HBM in a VMM backing and
  * holding a model-file tensor (weights: read-only). Its address and the bytes worth
  * copying (the program's part of it) in *key and *bytes. */
@@ -206,7 +203,7 @@ static bool streamable(const tm_alloc *a, CUdeviceptr address, CUdeviceptr *key,
 /* The chunk's own (lower-tier) handle; false when its allocation is gone. */
 static bool own_handle(CUdeviceptr key, CUmemGenericAllocationHandle *handle)
 {
-    tm_alloc *a = alloc_at(key);
+    tm_alloc *a = tm_alloc_at(key);
     if (!a || !a->backing || key < a->backing->base || key >= a->backing->base + a->backing->bytes)
         return false;
     *handle = a->backing->handle[(key - a->backing->base) / ring.chunk];
@@ -276,7 +273,7 @@ static bool unmap_slot(int s, bool wait)
             /* the slot stays mapped there, holding the chunk's bytes: still right */
             tm_log_once(TM_LOG_WARN, "streaming stops: a chunk could not go back to its own backing (%d)", (int)r);
             ring.failed = true;
-            __atomic_store_n(&tm_stream_ready, false, __ATOMIC_RELEASE);
+            set_ready(false);
             return false;
         }
     }
@@ -351,7 +348,7 @@ static void stop_streaming(const char *what, CUresult r)
     tm_log_once(TM_LOG_WARN, "streaming stops: %s failed (%d); spilled chunks are read in place", what, (int)r);
     bool first = !ring.failed;
     ring.failed = true;
-    __atomic_store_n(&tm_stream_ready, false, __ATOMIC_RELEASE);
+    set_ready(false);
     if (first)
         drain();
 }
@@ -401,7 +398,7 @@ static int fetch_now(CUdeviceptr key)
 {
     CUdeviceptr start, end;
     uint64_t bytes;
-    if (!streamable(alloc_at(key), key, &start, &bytes, &end))
+    if (!streamable(tm_alloc_at(key), key, &start, &bytes, &end))
         return -1;
     int s = take_slot(true);
     if (s >= 0)
@@ -419,7 +416,7 @@ static void prefetch(void)
         CUdeviceptr key;
         uint64_t bytes;
         CUdeviceptr end;
-        if (slot_of(next[i]) >= 0 || !streamable(alloc_at(next[i]), next[i], &key, &bytes, &end))
+        if (slot_of(next[i]) >= 0 || !streamable(tm_alloc_at(next[i]), next[i], &key, &bytes, &end))
             continue;
         int s = take_slot(i == 0);
         if (s < 0)
@@ -481,7 +478,7 @@ static void collect_refs(const uint64_t *values, size_t n)
     for (size_t i = 0; i < n; i++) {
         CUdeviceptr key, end;
         uint64_t bytes;
-        tm_alloc *a = values[i] ? alloc_at(values[i]) : NULL;
+        tm_alloc *a = values[i] ? tm_alloc_at(values[i]) : NULL;
         if (!a || !streamable(a, values[i], &key, &bytes, &end) || !add_ref(key, end))
             continue;
         const tm_tensor **labels = __atomic_load_n(&a->label, __ATOMIC_ACQUIRE);
@@ -502,16 +499,16 @@ static void collect_refs(const uint64_t *values, size_t n)
     }
 }
 
-bool tm_stream_before_launch_slow(CUfunction f, CUstream stream, bool per_thread, void **params, void **extra)
+static bool before_launch(CUfunction f, CUstream stream, bool per_thread, void **params, void **extra)
 {
     if (!spilled())
         return false;
     uint64_t values[TM_LAUNCH_MAX_POINTERS];
-    size_t n = tm_launch_pointers(f, params, extra, values);
+    size_t n = tm_launch_pointers(f, params, extra, values, NULL);
     CUcontext ctx;
     if (n == 0 || tm_real.cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx)
         return false;
-    tm_migrate_lock();
+    tm_remap_lock();
     pthread_mutex_lock(&ring.lock);
     ring.ref_count = 0;
     if (!ring.failed && !ring.ctx && !set_up_in(ctx))
@@ -520,7 +517,7 @@ bool tm_stream_before_launch_slow(CUfunction f, CUstream stream, bool per_thread
         collect_refs(values, n);
     if (ring.ref_count == 0) {
         pthread_mutex_unlock(&ring.lock);
-        tm_migrate_unlock();
+        tm_remap_unlock();
         return false;
     }
     ring.launches++;
@@ -591,7 +588,7 @@ static void note_slot_read(slot *sl, CUstream stream)
         tm_real.cuStreamSynchronize(stream);
 }
 
-void tm_stream_after_launch(CUstream stream, bool per_thread, CUresult launched)
+static void after_launch(CUstream stream, bool per_thread, CUresult launched)
 {
     CUstream on = per_thread && !stream ? CU_STREAM_PER_THREAD : stream;
     /* streamable chunks beyond what refs holds were read in place untracked: wait for them */
@@ -610,7 +607,7 @@ void tm_stream_after_launch(CUstream stream, bool per_thread, CUresult launched)
     }
     ring.ref_count = 0;
     pthread_mutex_unlock(&ring.lock);
-    tm_migrate_unlock();
+    tm_remap_unlock();
 }
 
 /* ---------------------------------------------------------------- release, exit, fork */
@@ -642,9 +639,9 @@ void tm_stream_ring_stop(void)
 {
     if (!ring.have_slots)
         return;
-    tm_migrate_lock();
+    tm_remap_lock();
     pthread_mutex_lock(&ring.lock);
-    __atomic_store_n(&tm_stream_ready, false, __ATOMIC_RELEASE);
+    set_ready(false);
     if (ring.ctx) {
         CUcontext popped;
         bool pushed = tm_real.cuCtxPushCurrent_v2(ring.ctx) == CUDA_SUCCESS;
@@ -687,13 +684,43 @@ void tm_stream_ring_stop(void)
     ring.have_slots = false;
     ring.ctx = NULL;
     pthread_mutex_unlock(&ring.lock);
-    tm_migrate_unlock();
+    tm_remap_unlock();
 }
 
 void tm_stream_ring_forget_in_child(void)
 {
     pthread_mutex_init(&ring.lock, NULL);
-    __atomic_store_n(&tm_stream_ready, false, __ATOMIC_RELAXED);
+    set_ready(false);
     ring.have_slots = false; /* the slots, stream and events are the parent's */
     ring.ctx = NULL;
 }
+
+/* ---------------------------------------------------------------- the watcher */
+
+static bool ring_before_launch(tm_launch *l)
+{
+    return before_launch(l->f, l->stream, l->per_thread, l->params, l->extra);
+}
+
+static void ring_after_launch(tm_launch *l, CUresult launched)
+{
+    after_launch(l->stream, l->per_thread, launched);
+}
+
+const tm_launch_watcher tm_stream_ring_launch_watcher = {
+    .name = "stream ring",
+    .watching = &tm_stream_ready,
+    .before = ring_before_launch,
+    .after = ring_after_launch,
+};
+
+static void ring_released(tm_alloc *a, tm_release_kind how)
+{
+    if (how == TM_RELEASE_FREED && a->backing)
+        tm_stream_ring_forget(a->backing->base, a->backing->bytes);
+}
+
+const tm_alloc_watcher tm_stream_ring_alloc_watcher = {
+    .name = "stream ring",
+    .released = ring_released,
+};

@@ -35,6 +35,8 @@
 
 #include "policy/config.h"
 #include "preload/driver/cuda_api.h"
+#include "preload/driver/launch.h"
+#include "preload/mem/alloc.h"
 #include "preload/tiers/device.h"
 
 /* HBM chunks of the ring: at least one read while the next is filled; TIERMEM_STREAM_RING,
@@ -54,7 +56,7 @@
  * through its reader) are about what its bytes take on the link. */
 #define TM_STREAM_MIN_SHARE 8
 
-/* Set while the ring is ready: launches then go through tm_stream_before_launch. */
+/* Set while the ring is ready: launches are then watched. */
 extern bool tm_stream_ready;
 
 /* The ring's chunks for TIERMEM_STREAM_RING=`asked` bytes (0: unset) on a device of `hbm`
@@ -65,22 +67,16 @@ int tm_stream_ring_slots(uint64_t asked, uint64_t hbm, uint64_t chunk);
  * lower tiers can be remapped (VMM); says why not in one info line otherwise. */
 void tm_stream_ring_start(tm_device *device, const tm_config *config);
 
-/* Before a launch on `stream` (`per_thread`: a _ptsz launch, whose NULL stream is the
- * thread's own): true when tm_stream_after_launch must follow it. */
-bool tm_stream_before_launch_slow(CUfunction f, CUstream stream, bool per_thread, void **params, void **extra);
-void tm_stream_after_launch(CUstream stream, bool per_thread, CUresult launched);
+/* The ring as a watcher of launches (driver/launch.h): while it is ready, a launch that
+ * references spilled chunks has them mapped onto slots before it goes, and the slots'
+ * readers recorded after it. */
+extern const tm_launch_watcher tm_stream_ring_launch_watcher;
 
-static inline bool tm_stream_before_launch(CUfunction f, CUstream stream, bool per_thread, void **params,
-                                           void **extra)
-{
-    if (!__atomic_load_n(&tm_stream_ready, __ATOMIC_RELAXED))
-        return false;
-    return tm_stream_before_launch_slow(f, stream, per_thread, params, extra);
-}
-
-/* A chunked allocation at [base, base + bytes) is being released (migration lock held):
- * the ring lets go of its chunks. */
+/* A chunked allocation at [base, base + bytes) is being released (remap lock held): the
+ * ring lets go of its chunks. */
 void tm_stream_ring_forget(CUdeviceptr base, uint64_t bytes);
+/* ... as a watcher of allocations. */
+extern const tm_alloc_watcher tm_stream_ring_alloc_watcher;
 
 /* At exit: every chunk mapped back, the ring released, one info line of figures. */
 void tm_stream_ring_stop(void);

@@ -2,11 +2,12 @@
 #include "preload/naming/provenance.h"
 
 #include "preload/mem/alloc.h"
+#include "preload/move/deferred_move.h"
 #include "preload/tiers/device.h"
 #include "preload/driver/driver.h"
 #include "preload/filetier/file_tier.h"
 #include "preload/base/log.h"
-#include "preload/state.h"
+#include "preload/base/settings.h"
 #include "preload/region/stats.h"
 #include "preload/mem/stream_free.h"
 
@@ -66,9 +67,20 @@ static tm_tier_id rule_tier(const tm_device *device, const tm_alloc *a, const tm
     return rule && rule->kind == TM_MATCH_NAME ? rule->tier : TM_TIER_COUNT;
 }
 
-static void label_allocation(const tm_range *record, void *arg)
+/* Chunk `index` of `a` belongs in `tier` by a name rule: moved now when its bytes are dead
+ * (`whole`: the copy overwrites every live byte of it, ordered after all prior work), or
+ * queued for migration, which keeps them and must not stall the copy's path. */
+static bool move_chunk(tm_device *device, tm_alloc *a, uint64_t index, tm_tier_id tier, bool whole)
 {
-    tm_alloc *a = (tm_alloc *)record;  /* the registry holds tm_alloc records */
+    if (whole)
+        return tm_alloc_replace_chunks(device, a, index, 1, tier) == 1;
+    uint64_t chunk = a->backing->plan.chunk_size;
+    return !a->backing->pinned_host && !__atomic_load_n(&a->ipc_pinned, __ATOMIC_RELAXED) &&
+           tm_deferred_move(a->backing->base + index * chunk, chunk, tier);
+}
+
+static void label_allocation(tm_alloc *a, void *arg)
+{
     copy_job *job = arg;
     if (!a->backing)
         return;                        /* small or managed: no chunks to name */
@@ -107,7 +119,7 @@ static void label_allocation(const tm_range *record, void *arg)
             synchronised = tm_real.cuCtxSynchronize() == CUDA_SUCCESS;
             whole = synchronised;
         }
-        if (!tm_alloc_move_chunks(device, a, i, 1, tier, whole ? TM_MOVE_BYTES_DEAD : TM_MOVE_BYTES_KEEP))
+        if (!move_chunk(device, a, i, tier, whole))
             tm_log_once(TM_LOG_INFO, "tensor %s: a name rule sends it to %s, but a chunk of it cannot move "
                         "(no room, or too many moves waiting); it stays where it is", t->name, tm_tier_name(tier));
     }
@@ -127,5 +139,19 @@ void tm_provenance_copy_slow(CUdeviceptr dst, const void *src, size_t bytes, boo
     tm_model_file_uploaded(job.file, job.offset, job.bytes);
     if (!tm_tiering_on() || !(job.device = tm_device_ready()))
         return;
-    tm_registry_find(dst, label_allocation, &job);
+    tm_alloc_find(dst, label_allocation, &job);
 }
+
+/* ---------------------------------------------------------------- the watcher */
+
+static void labels_released(tm_alloc *a, tm_release_kind how)
+{
+    (void)how;
+    free(a->label);
+    a->label = NULL;
+}
+
+const tm_alloc_watcher tm_provenance_alloc_watcher = {
+    .name = "provenance",
+    .released = labels_released,
+};

@@ -13,7 +13,11 @@
 #include <stddef.h>
 
 #include "preload/driver/cuda_api.h"
+#include "preload/mem/alloc.h"
 #include "preload/model/model_files.h"
+
+/* Labels go with their allocation. */
+extern const tm_alloc_watcher tm_provenance_alloc_watcher;
 
 /* Before a copy of `bytes` from host `src` to device `dst` is handed to the driver.
  * `synchronous`: the copy is ordered after all prior work (legacy default stream, not

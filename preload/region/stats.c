@@ -14,8 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "preload/tiers/ledger.h"
 #include "preload/base/log.h"
+#include "preload/base/libc_real.h"
 
 /* ---------------------------------------------------------------- private fallback */
 
@@ -81,7 +81,7 @@ static bool own_region_file(int fd)
     struct stat st;
     uint64_t magic = 0;
     return fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
-           pread(fd, &magic, sizeof magic, 0) == (ssize_t)sizeof magic && magic == TM_STATS_MAGIC;
+           tm_libc_pread(fd, &magic, sizeof magic, 0) == (ssize_t)sizeof magic && magic == TM_STATS_MAGIC;
 }
 
 /* Creates a new file in place of the region of ours at region_path: a fresh name in the
@@ -96,7 +96,7 @@ static int replace_region(void)
     if (ftruncate(fd, (off_t)layout_size()) != 0 || rename(temp, region_path) != 0) {
         int saved = errno;
         unlink(temp); /* our own, just made */
-        close(fd);
+        tm_libc_close(fd);
         errno = saved;
         return -1;
     }
@@ -120,14 +120,14 @@ static int create_file(const tm_config *config, pid_t pid, bool *fresh, const ch
         remove_at_exit = true;
     }
     *fresh = true;
-    int fd = open(region_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    int fd = tm_libc_open(region_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd >= 0 || errno != EEXIST)
         return fd;
     /* O_NONBLOCK: a FIFO at the path must not hang the process */
-    int old = open(region_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+    int old = tm_libc_open(region_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0);
     bool ours = old >= 0 && own_region_file(old);
     if (old >= 0)
-        close(old);
+        tm_libc_close(old);
     if (!ours) {
         *refusal = "it exists and is not a stats region of this user; it is left untouched";
         errno = EEXIST;
@@ -234,7 +234,7 @@ void tm_stats_open(const tm_config *config, const tm_stats_setup *setup)
     pid_t pid = getpid();
     describe(&private_header, config, setup, pid);
     for (int i = 0; i < TM_HOOK_COUNT; i++)
-        snprintf(private_calls[i].symbol, sizeof private_calls[i].symbol, "%s", tm_hooks[i].symbol);
+        snprintf(private_calls[i].symbol, sizeof private_calls[i].symbol, "%s", tm_hook_symbols[i]);
     if (config->stats_off)
         return;
 
@@ -244,10 +244,10 @@ void tm_stats_open(const tm_config *config, const tm_stats_setup *setup)
     size_t size = layout_size();
     void *map = MAP_FAILED;
     if (fd >= 0 && (!fresh || ftruncate(fd, (off_t)size) == 0))
-        map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        map = tm_libc_mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     int saved = errno;
     if (fd >= 0)
-        close(fd);
+        tm_libc_close(fd);
     if (map == MAP_FAILED) {
         char shown[96];
         tm_printable(region_path, shown, sizeof shown);
@@ -290,13 +290,25 @@ void tm_stats_open(const tm_config *config, const tm_stats_setup *setup)
 void tm_stats_tier_add(tm_tier_id tier, int64_t bytes, int64_t chunks)
 {
     tm_stats_tier *t = &tm_stats->tier[tier];
-    tm_ledger_add(tier, bytes); /* lower tiers: the share other processes see */
     uint64_t used = __atomic_add_fetch(&t->used, (uint64_t)bytes, __ATOMIC_RELAXED);
     __atomic_fetch_add(&t->chunks, (uint64_t)chunks, __ATOMIC_RELAXED);
     uint64_t peak = __atomic_load_n(&t->peak, __ATOMIC_RELAXED);
     while (bytes > 0 && used > peak &&
            !__atomic_compare_exchange_n(&t->peak, &peak, used, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
         ;
+}
+
+void tm_stats_tier_absent(tm_tier_id tier)
+{
+    __atomic_store_n(&tm_stats->tier[tier].present, 0, __ATOMIC_RELAXED);
+}
+
+void tm_stats_migrated(tm_tier_id from, tm_tier_id to, uint64_t count)
+{
+    if (from == to || from >= TM_STATS_TIERS || to >= TM_STATS_TIERS)
+        return;
+    /* migrated_out holds the other tiers in order, the tier itself left out */
+    __atomic_fetch_add(&tm_stats->tier[from].migrated_out[to < from ? to : to - 1], count, __ATOMIC_RELAXED);
 }
 
 /* ---------------------------------------------------------------- devices */
@@ -520,7 +532,7 @@ void tm_stats_forget_in_child(void)
 {
     pthread_mutex_init(&slot_lock, NULL);
     if (region)
-        munmap(region, region_size);
+        tm_libc_munmap(region, region_size);
     in_fork_child = true;
     region = NULL;
     records = NULL;

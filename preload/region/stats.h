@@ -12,7 +12,7 @@
 #include "policy/config.h"
 #include "policy/heat.h"
 #include "policy/tier.h"
-#include "preload/hooks/hook_table.h"
+#include "preload/driver/hook_ids.h"
 #include "preload/region/stats_layout.h"
 
 extern tm_stats_header *tm_stats;
@@ -43,6 +43,12 @@ static inline uint64_t tm_stats_tier_used(tm_tier_id tier)
 {
     return __atomic_load_n(&tm_stats->tier[tier].used, __ATOMIC_RELAXED);
 }
+
+/* A tier the driver refused: shown absent from now on. */
+void tm_stats_tier_absent(tm_tier_id tier);
+
+/* `count` chunks migrated from tier `from` to tier `to`. */
+void tm_stats_migrated(tm_tier_id from, tm_tier_id to, uint64_t count);
 
 /* A device set up for tiering: its entry in the region (-1 when all are taken), then its
  * HBM usage as it changes. */

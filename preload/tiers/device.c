@@ -1,25 +1,17 @@
 /* device.c — setting up the tiered devices (see device.h). */
 #include "preload/tiers/device.h"
 
-#include "preload/mem/alloc.h"
-#include "preload/mem/chunk_pool.h"
-
 #include <stdio.h>
 #include <string.h>
 
+#include "policy/heat.h"
 #include "policy/units.h"
-#include "preload/tiers/device_plan.h"
-#include "preload/driver/driver.h"
-#include "preload/filetier/file_tier.h"
-#include "preload/heat/heat.h"
-#include "preload/ipc/ipc.h"
-#include "preload/tiers/ledger.h"
 #include "preload/base/log.h"
-#include "preload/move/rebalancer.h"
-#include "preload/move/stream_ring.h"
-#include "preload/heat/warm_start.h"
-#include "preload/state.h"
+#include "preload/base/settings.h"
+#include "preload/driver/driver.h"
 #include "preload/region/stats.h"
+#include "preload/tiers/device_plan.h"
+#include "preload/tiers/ledger.h"
 
 enum { DEVICE_NOT_SET_UP = 0, DEVICE_READY = 1, DEVICE_FAILED = -1 };
 
@@ -87,8 +79,7 @@ static bool set_up(tm_device *device, CUdevice ordinal)
     device->target.pinned_host = !host_numa;
     for (int t = 0; t < TM_TIER_COUNT; t++)
         device->target.node[t] = plan->tiers.tier[t].node;
-    /* chunks another process can map: cuIpcGetMemHandle on tiered memory */
-    device->target.handle_types = tm_ipc_chunk_handle_types(&device->target, &plan->tiers, chunk);
+    tm_device_watcher.set_up(device); /* the rooms above: chunks another process can map */
 
     if (!first_device) {
         tm_stats_setup setup = {
@@ -97,7 +88,7 @@ static bool set_up(tm_device *device, CUdevice ordinal)
             .chunk_size = chunk,
             .pinned_host_backing = !host_numa,
             .tiers = &device->tiers,
-            .heat = tm_heat_source_active(),
+            .heat = tm_heat_in_process_source(config->heat),
         };
         /* the lower tiers are one budget per process: it joins the shared ledger once */
         tm_ledger_join(config, &device->tiers);
@@ -107,14 +98,9 @@ static bool set_up(tm_device *device, CUdevice ordinal)
                                              device->tiers.tier[TM_TIER_HBM].limit);
     log_start_up(device, found, config);
     if (!first_device) {
-        tm_state_register_exit();
-        tm_warm_start_load(config);
         /* heat rebalancing, the file tier and streaming move the first device's chunks; the
          * others keep their placement */
-        tm_rebalancer_start(device, config->migrate_rate);
-        if (config->file_tier)
-            tm_file_tier_start(device);
-        tm_stream_ring_start(device, config);
+        tm_device_watcher.first_ready(device);
         __atomic_store_n(&first_device, device, __ATOMIC_RELEASE);
     }
     return true;
@@ -162,24 +148,13 @@ tm_device *tm_device_of(CUdevice ordinal)
 
 void tm_device_charge(tm_device *d, tm_tier_id tier, int64_t bytes, int64_t chunks)
 {
+    tm_ledger_add(tier, bytes); /* lower tiers: the share other processes see */
     tm_stats_tier_add(tier, bytes, chunks);
     if (!d || tier != TM_TIER_HBM)
         return;
     uint64_t used = __atomic_add_fetch(&d->hbm_used, (uint64_t)bytes, __ATOMIC_RELAXED);
     uint64_t held = __atomic_add_fetch(&d->hbm_chunks, (uint64_t)chunks, __ATOMIC_RELAXED);
     tm_stats_device_set(d->stats_slot, used, held);
-}
-
-void tm_device_memory_view(const tm_device *d, uint64_t driver_free, uint64_t driver_total, uint64_t *free,
-                           uint64_t *total)
-{
-    tm_tiers now;
-    tm_device_tiers_now(d, &now);
-    /* pooled chunks are room any allocation may have (chunk_pool.h) */
-    uint64_t pooled = tm_chunk_pool_bytes(d, TM_TIER_HBM);
-    now.tier[TM_TIER_HBM].used -= pooled < now.tier[TM_TIER_HBM].used ? pooled : now.tier[TM_TIER_HBM].used;
-    driver_free = driver_free + pooled < driver_total ? driver_free + pooled : driver_total;
-    tm_meminfo(&now, &d->policy.order, tm_settings()->meminfo, driver_free, driver_total, free, total);
 }
 
 void tm_device_place_lock(tm_device *d)
@@ -217,17 +192,16 @@ static bool device_of_context(CUcontext ctx, CUdevice *ordinal)
     return ok;
 }
 
-void tm_device_peer_enabled(CUcontext peer)
+tm_device *tm_device_peer_enabled(CUcontext peer, CUdevice *accessor)
 {
-    CUdevice accessor, owner;
-    if (!tm_tiering_on() || tm_real.cuCtxGetDevice(&accessor) != CUDA_SUCCESS || accessor < 0 ||
-        accessor >= TM_MAX_DEVICES || !device_of_context(peer, &owner))
-        return;
+    CUdevice owner;
+    if (!tm_tiering_on() || tm_real.cuCtxGetDevice(accessor) != CUDA_SUCCESS || *accessor < 0 ||
+        *accessor >= TM_MAX_DEVICES || !device_of_context(peer, &owner))
+        return NULL;
     tm_device *d = tm_device_of(owner);
-    if (!d)
-        return;
-    __atomic_fetch_or(&d->target.peers, (uint64_t)1 << accessor, __ATOMIC_ACQ_REL);
-    tm_grant_peer_access(d, accessor);
+    if (d)
+        __atomic_fetch_or(&d->target.peers, (uint64_t)1 << *accessor, __ATOMIC_ACQ_REL);
+    return d;
 }
 
 /* ---------------------------------------------------------------- fork */
@@ -256,6 +230,7 @@ void tm_device_forget_in_child(void)
         devices[d].primary_ctx = NULL;
         devices[d].hbm_used = devices[d].hbm_chunks = 0;
         devices[d].target.peers = 0;
+        devices[d].streams = false;
         devices[d].stats_slot = -1;
     }
     first_device = NULL;

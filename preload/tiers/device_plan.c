@@ -5,7 +5,7 @@
 
 #include "preload/driver/driver.h"
 #include "preload/tiers/settings_check.h"
-#include "preload/state.h"
+#include "preload/base/settings.h"
 
 enum { PLANNED_DEVICES = 64 };
 

@@ -15,6 +15,7 @@
 #include "preload/region/ledger_layout.h"
 #include "preload/base/log.h"
 #include "preload/base/proc_start.h"
+#include "preload/base/libc_real.h"
 
 static tm_ledger_file *ledger;          /* NULL: no ledger, each process keeps its own limits */
 static tm_ledger_entry *self;           /* this process's entry */
@@ -91,12 +92,12 @@ static bool create_ledger(const char *path, gid_t gid, bool group)
 {
     char temp[TM_CONFIG_PATH_MAX + 96];
     snprintf(temp, sizeof temp, "%s.%d.new", path, (int)getpid());
-    int fd = open(temp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    int fd = tm_libc_open(temp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0)
         return false;
     bool ok = ftruncate(fd, sizeof(tm_ledger_file)) == 0 &&
               (!group || (fchown(fd, (uid_t)-1, gid) == 0 && fchmod(fd, 0660) == 0));
-    tm_ledger_file *file = ok ? mmap(NULL, sizeof *file, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
+    tm_ledger_file *file = ok ? tm_libc_mmap(NULL, sizeof *file, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
     if (file != MAP_FAILED) {
         memcpy(file->magic, TM_LEDGER_MAGIC, sizeof file->magic);
         file->version = TM_LEDGER_VERSION;
@@ -104,11 +105,11 @@ static bool create_ledger(const char *path, gid_t gid, bool group)
         for (int i = 0; i < TM_LEDGER_NODES; i++)
             file->node[i] = -1;
         ok = init_lock(&file->lock);
-        munmap(file, sizeof *file);
+        tm_libc_munmap(file, sizeof *file);
     } else {
         ok = false;
     }
-    close(fd);
+    tm_libc_close(fd);
     ok = ok && link(temp, path) == 0;
     unlink(temp);
     return ok;
@@ -118,7 +119,7 @@ static bool create_ledger(const char *path, gid_t gid, bool group)
  * others, for a group ledger) holding a ledger of this version. NULL and a reason else. */
 static tm_ledger_file *open_ledger(const char *path, gid_t gid, bool group, const char **why, bool *missing)
 {
-    int fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+    int fd = tm_libc_open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0);
     *missing = fd < 0 && errno == ENOENT;
     if (fd < 0) {
         *why = errno == ELOOP ? "it is a symbolic link" : strerror(errno);
@@ -137,8 +138,8 @@ static tm_ledger_file *open_ledger(const char *path, gid_t gid, bool group, cons
     else if (st.st_size != (off_t)sizeof(tm_ledger_file))
         *why = "it is not a tiermem ledger of this version (its size differs)";
     else
-        file = mmap(NULL, sizeof *file, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    close(fd);
+        file = tm_libc_mmap(NULL, sizeof *file, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    tm_libc_close(fd);
     if (file == MAP_FAILED) {
         *why = "it cannot be mapped";
         return NULL;
@@ -146,7 +147,7 @@ static tm_ledger_file *open_ledger(const char *path, gid_t gid, bool group, cons
     if (file && (memcmp(file->magic, TM_LEDGER_MAGIC, sizeof file->magic) != 0 || file->version != TM_LEDGER_VERSION ||
                  file->size != sizeof *file)) {
         *why = "it is not a tiermem ledger of this version";
-        munmap(file, sizeof *file);
+        tm_libc_munmap(file, sizeof *file);
         file = NULL;
     }
     return file;
@@ -259,7 +260,7 @@ void tm_ledger_join(const tm_config *config, const tm_tiers *tiers)
     if (!taken) {
         tm_warn("ledger %s is full (%d processes): this one keeps its own lower-tier limits", path,
                 TM_LEDGER_PROCESSES);
-        munmap(ledger, sizeof *ledger);
+        tm_libc_munmap(ledger, sizeof *ledger);
         ledger = NULL;
         return;
     }
@@ -306,6 +307,6 @@ void tm_ledger_forget_in_child(void)
     self = NULL;
     joined = false;
     if (ledger)
-        munmap(ledger, sizeof *ledger);
+        tm_libc_munmap(ledger, sizeof *ledger);
     ledger = NULL;
 }

@@ -19,7 +19,7 @@ typedef struct record {
     int tag;
 } record;
 
-static void read_tag(const tm_range *range, void *arg)
+static void read_tag(tm_range *range, void *arg)
 {
     *(int *)arg = ((const record *)range)->tag;
 }
