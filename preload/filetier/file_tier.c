@@ -337,18 +337,12 @@ static uint64_t drop_chunks(uint64_t want, uint64_t before)
                 k->file = NULL;
                 continue;
             }
-            tm_tier_id from = (tm_tier_id)b->tier[i];
-            tm_release_call(tm_real.cuMemRelease(b->handle[i]));
-            b->handle[i] = 0;
-            b->tier[i] = TM_TIER_DROPPED;
-            b->plan.per_tier[from]--;
+            tm_tier_id from = tm_backing_chunk_tier(b, i);
+            tm_release_call(tm_real.cuMemRelease(tm_backing_set_chunk(b, i, TM_TIER_DROPPED, 0)));
             tm_device_charge(a->device, from, -(int64_t)chunk, -1); /* released: its bytes too */
             k->dropped = true;
             dropped++;
-            uint32_t chunks[TM_STATS_TIERS];
-            for (int t = 0; t < TM_STATS_TIERS; t++)
-                chunks[t] = (uint32_t)b->plan.per_tier[t];
-            tm_stats_record_chunks(a->stats_slot, chunks);
+            tm_alloc_publish_tiers(a);
         }
         pthread_mutex_unlock(&file_lock);
         pthread_mutex_unlock(&io_lock);
@@ -429,14 +423,9 @@ static CUresult read_back(tm_device *d, tm_alloc *a, uint64_t index, uint64_t be
         tm_chunk_pool_give(d, tier, h);
         return r;
     }
-    b->handle[index] = h;
-    b->tier[index] = (uint8_t)tier;
-    b->plan.per_tier[tier]++;
+    tm_backing_set_chunk(b, index, tier, h);
     tm_device_charge(a->device, tier, 0, 1); /* its bytes were charged when the chunk was made */
-    uint32_t chunks[TM_STATS_TIERS];
-    for (int t = 0; t < TM_STATS_TIERS; t++)
-        chunks[t] = (uint32_t)b->plan.per_tier[t];
-    tm_stats_record_chunks(a->stats_slot, chunks);
+    tm_alloc_publish_tiers(a);
     pthread_mutex_lock(&file_lock);
     a->file->chunk[index].dropped = false;
     pthread_mutex_unlock(&file_lock);

@@ -115,7 +115,7 @@ TM_EXPORT int close(int fd)
 /* ---------------------------------------------------------------- reads */
 
 /* After `got` bytes were read at file offset `at` into the buffers of `iov`. */
-static void filled_iov(const tm_model_file *file, const struct iovec *iov, int iovcnt, ssize_t got, uint64_t at)
+static void filled_iov(tm_model_file *file, const struct iovec *iov, int iovcnt, ssize_t got, uint64_t at)
 {
     size_t left = (size_t)got;
     for (int i = 0; i < iovcnt && left; i++) {
@@ -140,7 +140,7 @@ TM_EXPORT ssize_t read(int fd, void *buf, size_t count)
     read_fn f = REAL(read);
     if (!f) { errno = ENOSYS; return -1; }
     ssize_t got = f(fd, buf, count);
-    const tm_model_file *file;
+    tm_model_file *file;
     if (got > 0 && (file = tm_model_file_of_fd(fd))) {
         int saved = errno;
         uint64_t at = started_at(fd, got);
@@ -154,7 +154,7 @@ static ssize_t pread_common(pread_fn f, int fd, void *buf, size_t count, off_t o
 {
     if (!f) { errno = ENOSYS; return -1; }
     ssize_t got = f(fd, buf, count, offset);
-    const tm_model_file *file;
+    tm_model_file *file;
     if (got > 0 && offset >= 0 && (file = tm_model_file_of_fd(fd)))
         tm_host_range_filled(file, buf, (size_t)got, (uint64_t)offset);
     return got;
@@ -175,7 +175,7 @@ TM_EXPORT ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
     readv_fn f = REAL(readv);
     if (!f) { errno = ENOSYS; return -1; }
     ssize_t got = f(fd, iov, iovcnt);
-    const tm_model_file *file;
+    tm_model_file *file;
     if (got > 0 && (file = tm_model_file_of_fd(fd))) {
         int saved = errno;
         uint64_t at = started_at(fd, got);
@@ -189,7 +189,7 @@ static ssize_t preadv_common(preadv_fn f, int fd, const struct iovec *iov, int i
 {
     if (!f) { errno = ENOSYS; return -1; }
     ssize_t got = f(fd, iov, iovcnt, offset);
-    const tm_model_file *file;
+    tm_model_file *file;
     if (got > 0 && offset >= 0 && (file = tm_model_file_of_fd(fd)))
         filled_iov(file, iov, iovcnt, got, (uint64_t)offset);
     return got;
@@ -213,7 +213,7 @@ static void *mmap_common(mmap_fn f, void *addr, size_t length, int prot, int fla
     void *p = f(addr, length, prot, flags, fd, offset);
     if (p != MAP_FAILED && (flags & (MAP_FIXED | MAP_ANONYMOUS)) != MAP_ANONYMOUS) {
         int saved = errno;
-        const tm_model_file *file = (flags & MAP_ANONYMOUS) || offset < 0 ? NULL : tm_model_file_of_fd(fd);
+        tm_model_file *file = (flags & MAP_ANONYMOUS) || offset < 0 ? NULL : tm_model_file_of_fd(fd);
         if (file)
             tm_host_range_filled(file, p, length, (uint64_t)offset);
         else if (flags & MAP_FIXED)

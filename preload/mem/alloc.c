@@ -115,6 +115,14 @@ static void charge_plan(tm_device *device, const tm_plan *plan, int sign)
     }
 }
 
+void tm_alloc_publish_tiers(const tm_alloc *a)
+{
+    uint32_t chunks[TM_STATS_TIERS];
+    for (int t = 0; t < TM_STATS_TIERS; t++)
+        chunks[t] = (uint32_t)a->backing->plan.per_tier[t];
+    tm_stats_record_chunks(a->stats_slot, chunks);
+}
+
 static void record_in_stats(tm_alloc *a)
 {
     uint32_t chunks[TM_STATS_TIERS] = { 0 };
@@ -366,10 +374,7 @@ uint64_t tm_alloc_replace_chunks(tm_device *device, tm_alloc *a, uint64_t first,
     tm_device_place_unlock(device);
     tm_remap_unlock();
     if (moved) {
-        uint32_t chunks[TM_STATS_TIERS];
-        for (int t = 0; t < TM_STATS_TIERS; t++)
-            chunks[t] = (uint32_t)b->plan.per_tier[t];
-        tm_stats_record_update(a->stats_slot, chunks, NULL, 0);
+        tm_alloc_publish_tiers(a);
         tm_debug("0x%llx: %llu chunks moved to %s", (unsigned long long)a->range.base,
                  (unsigned long long)moved, tm_tier_name(tier));
     }

@@ -114,6 +114,9 @@ void tm_forget(tm_alloc *alloc);
 uint64_t tm_alloc_replace_chunks(tm_device *device, tm_alloc *alloc, uint64_t first, uint64_t count,
                                  tm_tier_id tier);
 
+/* The allocation's stats record shows its chunks per tier as its backing holds them now. */
+void tm_alloc_publish_tiers(const tm_alloc *alloc);
+
 /* How to wait for work that may still use a chunked allocation before releasing it. */
 typedef enum tm_wait {
     TM_WAIT_CONTEXT,        /* cuMemFree: the allocation's context */

@@ -220,6 +220,35 @@ bool tm_backing_track_tiers(tm_backing *b)
     return true;
 }
 
+CUmemGenericAllocationHandle tm_backing_set_chunk(tm_backing *b, uint64_t index, tm_tier_id tier,
+                                                  CUmemGenericAllocationHandle handle)
+{
+    tm_tier_id from = (tm_tier_id)b->tier[index];
+    CUmemGenericAllocationHandle old = b->handle[index];
+    if (from != TM_TIER_DROPPED)
+        b->plan.per_tier[from]--;
+    if (tier != TM_TIER_DROPPED)
+        b->plan.per_tier[tier]++;
+    b->tier[index] = (uint8_t)tier;
+    b->handle[index] = handle;
+    return old;
+}
+
+uint32_t tm_backing_last_move(const tm_backing *b, uint64_t index, tm_tier_id *left)
+{
+    if (!b->moved)
+        return 0;
+    if (left)
+        *left = (tm_tier_id)b->left[index];
+    return b->moved[index];
+}
+
+void tm_backing_record_move(tm_backing *b, uint64_t index, uint32_t pass, tm_tier_id from)
+{
+    b->moved[index] = pass;
+    b->left[index] = (uint8_t)from;
+}
+
 bool tm_backing_replace_chunk(tm_backing *b, uint64_t index, tm_tier_id tier, const tm_backing_target *target)
 {
     if (b->pinned_host || index >= b->plan.chunks)
@@ -249,11 +278,7 @@ bool tm_backing_replace_chunk(tm_backing *b, uint64_t index, tm_tier_id tier, co
                         (unsigned long long)at);
         return false;
     }
-    tm_release_call(tm_real.cuMemRelease(b->handle[index]));
-    b->handle[index] = fresh;
-    b->plan.per_tier[b->tier[index]]--;
-    b->plan.per_tier[tier]++;
-    b->tier[index] = (uint8_t)tier;
+    tm_release_call(tm_real.cuMemRelease(tm_backing_set_chunk(b, index, tier, fresh)));
     return true;
 }
 

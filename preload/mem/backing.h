@@ -62,6 +62,23 @@ tm_backing_failure tm_backing_create(const tm_plan *plan, const tm_backing_targe
 /* The tier chunk `index` lives in now. */
 tm_tier_id tm_backing_chunk_tier(const tm_backing *backing, uint64_t index);
 
+/* The handle chunk `index` is mapped with now (0: dropped, VMM backings only). */
+static inline CUmemGenericAllocationHandle tm_backing_chunk_handle(const tm_backing *backing, uint64_t index)
+{
+    return backing->handle[index];
+}
+
+/* Chunk `index` lives in `tier` as `handle` from now on (after a remap; TM_TIER_DROPPED and
+ * 0 for a chunk the file tier dropped): the per-chunk tier and the plan's counts follow.
+ * Returns the handle it had. Needs the per-chunk arrays (tm_backing_track_tiers). */
+CUmemGenericAllocationHandle tm_backing_set_chunk(tm_backing *backing, uint64_t index, tm_tier_id tier,
+                                                  CUmemGenericAllocationHandle handle);
+
+/* The rebalance pass that last moved chunk `index` (0: never), and the tier it left then. */
+uint32_t tm_backing_last_move(const tm_backing *backing, uint64_t index, tm_tier_id *left);
+/* Records a move of chunk `index` out of `from` in rebalance pass `pass` (per-chunk arrays). */
+void tm_backing_record_move(tm_backing *backing, uint64_t index, uint32_t pass, tm_tier_id from);
+
 /* Before a chunk first moves: the per-chunk `tier`, `moved` and `left` arrays. False without memory. */
 bool tm_backing_track_tiers(tm_backing *backing);
 /* Frees those arrays (the chunks' tiers are the plan's again); for releases and fork children. */

@@ -13,7 +13,7 @@
 /* declared, with its contract, in the public tiermem.h */
 int tiermem_note_file_read(int fd, const void *host, size_t bytes, int64_t offset)
 {
-    const tm_model_file *file = tm_model_file_of_fd(fd);
+    tm_model_file *file = tm_model_file_of_fd(fd);
     if (!file || !host || offset < 0)
         return -1;
     int saved = errno;

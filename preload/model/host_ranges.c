@@ -12,7 +12,7 @@
  * odd or changed searches again. The array is static, so a torn read is only retried. */
 typedef struct host_range {
     uintptr_t start, end;           /* [start, end) of host memory */
-    const tm_model_file *file;
+    tm_model_file *file;
     uint64_t offset;                /* file offset of `start` */
     uint64_t age;                   /* fill order: the oldest goes when all slots are taken */
 } host_range;
@@ -79,7 +79,7 @@ static void cut_locked(uintptr_t start, uintptr_t end)
     }
 }
 
-void tm_host_range_filled(const tm_model_file *file, const void *host, size_t bytes, uint64_t offset)
+void tm_host_range_filled(tm_model_file *file, const void *host, size_t bytes, uint64_t offset)
 {
     if (!file || !bytes)
         return;
@@ -111,7 +111,7 @@ void tm_host_range_forget(const void *host, size_t bytes)
     write_end();
 }
 
-bool tm_host_range_find(const void *host, const tm_model_file **file, uint64_t *offset, size_t *valid)
+bool tm_host_range_find(const void *host, tm_model_file **file, uint64_t *offset, size_t *valid)
 {
     uintptr_t at = (uintptr_t)host;
     for (;;) {

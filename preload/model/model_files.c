@@ -137,9 +137,8 @@ tm_model_file *tm_model_file_load(int fd, const char *path)
 
 /* ---------------------------------------------------------------- uploads */
 
-void tm_model_file_uploaded(const tm_model_file *file, uint64_t offset, uint64_t bytes)
+void tm_model_file_uploaded(tm_model_file *f, uint64_t offset, uint64_t bytes)
 {
-    tm_model_file *f = (tm_model_file *)file; /* the counters are the record's only mutable part */
     if (!f->uploaded || bytes == 0)
         return;
     uint64_t first, n = tm_tensor_table_ending_in(&f->table, offset, bytes, &first);
@@ -182,7 +181,7 @@ void tm_model_files_closed(int fd)
         __atomic_store_n(&fd_file[fd], NULL, __ATOMIC_RELEASE);
 }
 
-const tm_model_file *tm_model_file_of_fd(int fd)
+tm_model_file *tm_model_file_of_fd(int fd)
 {
     if (fd < 0 || fd >= FD_MAX)
         return NULL;

@@ -42,11 +42,11 @@ void tm_model_files_opened(int fd, const char *path, int flags);
 void tm_model_files_closed(int fd);
 
 /* The model file behind `fd`, or NULL (a load and a branch when none is open). */
-const tm_model_file *tm_model_file_of_fd(int fd);
+tm_model_file *tm_model_file_of_fd(int fd);
 
 /* A copy to the device carried the file's range [offset, offset + bytes): the tensors it
  * finishes count as uploaded (each once, however the program split it into copies). */
-void tm_model_file_uploaded(const tm_model_file *file, uint64_t offset, uint64_t bytes);
+void tm_model_file_uploaded(tm_model_file *file, uint64_t offset, uint64_t bytes);
 
 /* True while the program loads weights: a model file has some tensors uploaded and others
  * not yet, and no kernel has been launched (a loader that uploads converted copies, or
@@ -58,13 +58,13 @@ uint64_t tm_model_files_bytes_left(void);
 
 /* `bytes` of the file were read at file offset `offset` into host memory at `host`.
  * Replaces what was recorded for host ranges it overlaps. */
-void tm_host_range_filled(const tm_model_file *file, const void *host, size_t bytes, uint64_t offset);
+void tm_host_range_filled(tm_model_file *file, const void *host, size_t bytes, uint64_t offset);
 /* Host memory unmapped, or rewritten from elsewhere: forgets what overlaps it. */
 void tm_host_range_forget(const void *host, size_t bytes);
 
 /* The host range holding `host`, if it was filled from a model file: the file and the
  * file offset of `host`; *valid the bytes from `host` to the range's end. */
-bool tm_host_range_find(const void *host, const tm_model_file **file, uint64_t *offset, size_t *valid);
+bool tm_host_range_find(const void *host, tm_model_file **file, uint64_t *offset, size_t *valid);
 
 /* True when some host range is recorded (the copy hooks' fast path). */
 static inline bool tm_host_ranges_any(void)

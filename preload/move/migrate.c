@@ -112,26 +112,19 @@ static void settle(tm_device *d, tm_alloc *a, uint64_t first, uint64_t count, tm
                    const CUmemGenericAllocationHandle *fresh)
 {
     tm_backing *b = a->backing;
+    uint32_t pass = __atomic_load_n(&tm_migrate_pass, __ATOMIC_RELAXED);
     for (uint64_t i = first; i < first + count; i++) {
-        tm_tier_id from = (tm_tier_id)b->tier[i];
-        tm_chunk_pool_give(d, from, b->handle[i]);
-        uint32_t pass = __atomic_load_n(&tm_migrate_pass, __ATOMIC_RELAXED);
-        if (b->moved[i] && pass - b->moved[i] < TM_MIGRATE_PING_PONG && b->left[i] == (uint8_t)to)
+        tm_tier_id from = tm_backing_chunk_tier(b, i), left;
+        uint32_t moved = tm_backing_last_move(b, i, &left);
+        if (moved && pass - moved < TM_MIGRATE_PING_PONG && left == to)
             tm_stat_add(ping_pongs, 1);
-        b->moved[i] = pass;
-        b->left[i] = (uint8_t)from;
-        b->handle[i] = fresh[i - first];
-        b->tier[i] = (uint8_t)to;
-        b->plan.per_tier[from]--;
-        b->plan.per_tier[to]++;
+        tm_backing_record_move(b, i, pass, from);
+        tm_chunk_pool_give(d, from, tm_backing_set_chunk(b, i, to, fresh[i - first]));
         tm_device_charge(d, from, 0, -1);
         tm_device_charge(d, to, 0, 1);
-        __atomic_fetch_add(&tm_stats->tier[from].migrated_out[to < from ? to : to - 1], 1, __ATOMIC_RELAXED);
+        tm_stats_migrated(from, to, 1);
     }
-    uint32_t chunks[TM_STATS_TIERS];
-    for (int t = 0; t < TM_STATS_TIERS; t++)
-        chunks[t] = (uint32_t)b->plan.per_tier[t];
-    tm_stats_record_chunks(a->stats_slot, chunks);
+    tm_alloc_publish_tiers(a);
     tm_stat_add(migrations, count);
     tm_stat_add(migrated_bytes, count * b->plan.chunk_size);
 }
@@ -203,12 +196,14 @@ static CUresult move_chunks(tm_device *d, tm_alloc *a, uint64_t first, uint64_t 
         return CUDA_ERROR_INVALID_CONTEXT;
     CUresult r = ensure_stream(a->ctx) && ensure_staging(b->plan.chunk_size) ? CUDA_SUCCESS : CUDA_ERROR_NOT_SUPPORTED;
     for (uint64_t i = first; r == CUDA_SUCCESS && i < end;) {
-        if (b->tier[i] == to || b->tier[i] == TM_TIER_DROPPED) { /* the file tier's: not mapped */
+        tm_tier_id at = tm_backing_chunk_tier(b, i);
+        if (at == to || at == TM_TIER_DROPPED) { /* the file tier's: not mapped */
             i++;
             continue;
         }
         uint64_t n = 1;
-        while (i + n < end && n < TM_MIGRATE_BATCH && b->tier[i + n] != to && b->tier[i + n] != TM_TIER_DROPPED)
+        while (i + n < end && n < TM_MIGRATE_BATCH && tm_backing_chunk_tier(b, i + n) != to &&
+               tm_backing_chunk_tier(b, i + n) != TM_TIER_DROPPED)
             n++;
         r = move_batch(d, a, i, n, to);
         i += n;

@@ -125,8 +125,9 @@ static void take_alloc(tm_alloc *a, void *arg)
     }
     const float *profiled = tm_warm_start_heat(a);
     for (uint64_t i = 0; i < n; i++) {
-        sa->tier[i] = b->tier ? b->tier[i] : (uint8_t)tm_plan_chunk_tier(&b->plan, i);
-        sa->idle[i] = b->moved && b->moved[i] ? s->pass - b->moved[i] : TM_REBALANCE_NEVER;
+        uint32_t moved = tm_backing_last_move(b, i, NULL);
+        sa->tier[i] = (uint8_t)tm_backing_chunk_tier(b, i);
+        sa->idle[i] = moved ? s->pass - moved : TM_REBALANCE_NEVER;
         uint64_t h = a->heat ? (i * b->plan.chunk_size) >> a->heat_chunk_shift : 0;
         sa->heat[i] = h < a->heat_chunks ? tm_heat_alloc_density(a, (uint32_t)h, s->tick) : 0.0;
         if (profiled && h < a->heat_chunks && profiled[h] > sa->heat[i])

@@ -15,7 +15,7 @@ typedef struct copy_job {
     CUdeviceptr dst;
     const uint8_t *src;             /* the host bytes */
     uint64_t bytes;                 /* of the copy that came from the file range */
-    const tm_model_file *file;
+    tm_model_file *file;
     uint64_t offset;                /* file offset of the copy's first byte */
     bool synchronous;
     CUstream stream;                /* of an asynchronous copy */

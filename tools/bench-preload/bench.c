@@ -103,7 +103,7 @@ static void bench_host_ranges(void)
     static tm_model_file file;
     static char buffer[4096];
     volatile int sink = 0;
-    const tm_model_file *f;
+    tm_model_file *f;
     uint64_t offset;
     size_t valid;
     MEASURE("unlabelled_no_ranges", 20000000, sink += tm_host_ranges_any());
