@@ -40,7 +40,7 @@ typedef struct tm_opt_size {
 typedef enum tm_heat_source {
     TM_HEAT_SOURCE_AUTO = 0, /* the best available: ebpf when it can load, else launch */
     TM_HEAT_SOURCE_LAUNCH,   /* kernel parameters seen by the launch hooks */
-    TM_HEAT_SOURCE_EBPF,     /* BPF probes (policy/ebpf/) */
+    TM_HEAT_SOURCE_EBPF,     /* BPF probes, loaded by tiermem-heat beside the process */
     TM_HEAT_SOURCE_OFF,
 } tm_heat_source;
 

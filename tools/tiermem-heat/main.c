@@ -39,7 +39,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "policy/ebpf/collector.h"
+#include "tools/tiermem-heat/collector.h"
 #include "policy/units.h"
 #include "tools/tiermem-heat/chunk_heat.h"
 #include "tools/tiermem-heat/region_write.h"

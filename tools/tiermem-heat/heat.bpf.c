@@ -21,7 +21,7 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/usdt.bpf.h>
 
-#include "policy/ebpf/heat_bpf.h"
+#include "tools/tiermem-heat/heat_bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 

@@ -1,5 +1,5 @@
 /* collector.c — loading and reading the eBPF heat source (see collector.h). */
-#include "policy/ebpf/collector.h"
+#include "tools/tiermem-heat/collector.h"
 
 #include <errno.h>
 #include <stdio.h>

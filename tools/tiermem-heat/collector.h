@@ -1,13 +1,13 @@
 /* collector.h — the loader of heat.bpf.c: attaches the eBPF heat source to one process and
  * reads what it gathered. Used by tiermem-heat; needs root or CAP_BPF (and CAP_PERFMON). */
-#ifndef TM_POLICY_EBPF_COLLECTOR_H
-#define TM_POLICY_EBPF_COLLECTOR_H
+#ifndef TM_TIERMEM_HEAT_COLLECTOR_H
+#define TM_TIERMEM_HEAT_COLLECTOR_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "policy/ebpf/heat_bpf.h"
+#include "tools/tiermem-heat/heat_bpf.h"
 
 typedef struct tm_bpf_collector tm_bpf_collector;
 
@@ -54,4 +54,4 @@ void tm_bpf_collector_files(tm_bpf_collector *collector, tm_bpf_file_visit visit
  * with a reason when it is missing and cannot be mounted. */
 bool tm_bpf_ensure_tracefs(char *why, size_t why_len);
 
-#endif /* TM_POLICY_EBPF_COLLECTOR_H */
+#endif /* TM_TIERMEM_HEAT_COLLECTOR_H */

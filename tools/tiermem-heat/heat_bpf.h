@@ -1,7 +1,7 @@
 /* heat_bpf.h — what the BPF programs of heat.bpf.c and their loader (collector.c) share:
  * the records in the maps, in plain fixed-size types. */
-#ifndef TM_POLICY_EBPF_HEAT_BPF_H
-#define TM_POLICY_EBPF_HEAT_BPF_H
+#ifndef TM_TIERMEM_HEAT_HEAT_BPF_H
+#define TM_TIERMEM_HEAT_HEAT_BPF_H
 
 #define TM_BPF_CHUNK_SHIFT 21           /* 2 MiB chunks, as the interposer's */
 #define TM_BPF_CHUNKS_MAX 262144        /* chunks followed at once (512 GiB) */
@@ -42,4 +42,4 @@ struct tm_bpf_counts {
     unsigned long long launch_credits;  /* launch parameters that were a known allocation */
 };
 
-#endif /* TM_POLICY_EBPF_HEAT_BPF_H */
+#endif /* TM_TIERMEM_HEAT_HEAT_BPF_H */

@@ -1,6 +1,6 @@
-# policy/ebpf/ — the eBPF heat source: BPF programs (libbpf CO-RE, clang -target bpf), their
-# skeleton (bpftool gen skeleton) and loader, and tiermem-heat, the collector tool that
-# uses them. Skipped with a one-line reason where clang, bpftool or the kernel's BTF is
+# tools/tiermem-heat — the eBPF heat collector: its BPF programs (libbpf CO-RE, clang -target bpf),
+# their skeleton (bpftool gen skeleton) and loader, and the tool that runs them beside a process.
+# Skipped with a one-line reason where clang, bpftool or the kernel's BTF is
 # missing; everything else builds and runs without them (heat comes from launches then).
 BPF_CLANG   ?= clang
 BPFTOOL     ?= bpftool
@@ -13,7 +13,7 @@ EBPF_SKIP   := $(shell command -v $(BPF_CLANG) >/dev/null || echo "$(BPF_CLANG) 
 ifeq ($(strip $(EBPF_SKIP)),)
 TIERMEM_HEAT_OBJS := $(O)/obj/tools/tiermem-heat/main.o $(O)/obj/tools/tiermem-heat/chunk_heat.o \
                      $(O)/obj/tools/tiermem-heat/region_write.o \
-                     $(O)/obj/policy/ebpf/collector.o $(O)/obj/tools/tiermem-stat/stats_read.o \
+                     $(O)/obj/tools/tiermem-heat/collector.o $(O)/obj/tools/tiermem-stat/stats_read.o \
                      $(O)/obj/tools/tiermem-stat/heat_view.o $(O)/obj/policy/heat.o $(O)/obj/policy/units.o
 BINS += $(O)/bin/tiermem-heat
 INSTALL_FILES += $(O)/bin/tiermem-heat:bin/tiermem-heat tools/tiermem-heat/tiermem-heatmap:bin/tiermem-heatmap
@@ -22,15 +22,15 @@ $(EBPF_GEN)/vmlinux.h:
 	@mkdir -p $(@D)
 	$(BPFTOOL) btf dump file $(BTF_VMLINUX) format c > $@.tmp && mv $@.tmp $@
 
-$(EBPF_GEN)/heat.bpf.o: policy/ebpf/heat.bpf.c policy/ebpf/heat_bpf.h $(EBPF_GEN)/vmlinux.h
+$(EBPF_GEN)/heat.bpf.o: tools/tiermem-heat/heat.bpf.c tools/tiermem-heat/heat_bpf.h $(EBPF_GEN)/vmlinux.h
 	$(BPF_CLANG) -g -O2 -target bpf -D__TARGET_ARCH_x86 -Wall -Werror -I. -I$(EBPF_GEN) \
 	  -I/usr/include/$(shell $(CC) -print-multiarch) -c $< -o $@
 
 $(EBPF_GEN)/heat.skel.h: $(EBPF_GEN)/heat.bpf.o
 	$(BPFTOOL) gen skeleton $< name tm_heat_bpf > $@.tmp && mv $@.tmp $@
 
-$(O)/obj/policy/ebpf/collector.o: $(EBPF_GEN)/heat.skel.h
-$(O)/obj/policy/ebpf/collector.o: CPPFLAGS += -I$(EBPF_GEN)
+$(O)/obj/tools/tiermem-heat/collector.o: $(EBPF_GEN)/heat.skel.h
+$(O)/obj/tools/tiermem-heat/collector.o: CPPFLAGS += -I$(EBPF_GEN)
 
 $(O)/bin/tiermem-heat: $(TIERMEM_HEAT_OBJS)
 	@mkdir -p $(@D)
