@@ -1,11 +1,6 @@
 /* managed.c — the managed-memory baseline's decisions (see managed.h). */
 #include "policy/managed.h"
 
-bool tm_policy_uses_managed(const tm_policy *policy)
-{
-    return policy->kind == TM_POLICY_MANAGED || policy->kind == TM_POLICY_MANAGED_ADVISED;
-}
-
 bool tm_managed_prefers_device(const tm_policy *policy)
 {
     return policy->kind == TM_POLICY_MANAGED_ADVISED;

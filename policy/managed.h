@@ -22,7 +22,10 @@
 #include "policy/place.h"
 
 /* Do tiered allocations become managed memory under this policy? */
-bool tm_policy_uses_managed(const tm_policy *policy);
+static inline bool tm_policy_uses_managed(const tm_policy *policy)
+{
+    return policy->kind == TM_POLICY_MANAGED || policy->kind == TM_POLICY_MANAGED_ADVISED;
+}
 
 /* Does a managed allocation get the device as its preferred location at birth? */
 bool tm_managed_prefers_device(const tm_policy *policy);

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 static int log_fd = STDERR_FILENO;
-static tm_log_level log_level = TM_LOG_WARN;
+tm_log_level tm_log_threshold = TM_LOG_WARN;
 
 /* Why the log file must not be used, or NULL: it is opened without following a symlink
  * (and without blocking on a FIFO), and must be a regular file of this user. */
@@ -29,7 +29,7 @@ static const char *refuse_log_file(int fd)
 
 bool tm_log_open(const tm_config *config)
 {
-    log_level = config->log_level;
+    tm_log_threshold = config->log_level;
     if (!config->log_file[0])
         return true;
     int fd = tm_libc_open(config->log_file, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY,
@@ -49,14 +49,9 @@ bool tm_log_open(const tm_config *config)
     return true;
 }
 
-bool tm_log_enabled(tm_log_level level)
-{
-    return level <= log_level;
-}
-
 void tm_log(tm_log_level level, const char *fmt, ...)
 {
-    if (level > log_level)
+    if (!tm_log_enabled(level))
         return;
     static const char *const prefix[] = { "error: ", "warning: ", "", "debug: " };
     char line[1024];

@@ -12,13 +12,22 @@
  * reason has been written to standard error. */
 bool tm_log_open(const tm_config *config);
 
-bool tm_log_enabled(tm_log_level level);
+/* The most detailed level logged (TIERMEM_LOG); set once, by tm_log_open. */
+extern tm_log_level tm_log_threshold;
+
+static inline bool tm_log_enabled(tm_log_level level)
+{
+    return level <= tm_log_threshold;
+}
+
 void tm_log(tm_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-#define tm_error(...) tm_log(TM_LOG_ERROR, __VA_ARGS__)
-#define tm_warn(...)  tm_log(TM_LOG_WARN, __VA_ARGS__)
-#define tm_info(...)  tm_log(TM_LOG_INFO, __VA_ARGS__)
-#define tm_debug(...) tm_log(TM_LOG_DEBUG, __VA_ARGS__)
+/* A line below the threshold costs one comparison: its arguments are not even evaluated. */
+#define tm_log_at(level, ...) (tm_log_enabled(level) ? tm_log(level, __VA_ARGS__) : (void)0)
+#define tm_error(...) tm_log_at(TM_LOG_ERROR, __VA_ARGS__)
+#define tm_warn(...)  tm_log_at(TM_LOG_WARN, __VA_ARGS__)
+#define tm_info(...)  tm_log_at(TM_LOG_INFO, __VA_ARGS__)
+#define tm_debug(...) tm_log_at(TM_LOG_DEBUG, __VA_ARGS__)
 
 /* Logs only the first time this line is reached. */
 #define tm_log_once(level, ...)                                              \

@@ -6,12 +6,7 @@
 
 #define MAX_WATCHERS 32
 
-static bool launched;
-
-bool tm_launch_seen(void)
-{
-    return __atomic_load_n(&launched, __ATOMIC_ACQUIRE);
-}
+bool tm_launched;
 
 bool tm_launch_capturing(tm_launch *l)
 {
@@ -52,8 +47,8 @@ CUresult tm_launch_submit(tm_launch *l, tm_launch_call call)
 {
     uint32_t after = 0;
     if (l->f) {
-        if (!__atomic_load_n(&launched, __ATOMIC_RELAXED))
-            __atomic_store_n(&launched, true, __ATOMIC_RELEASE);
+        if (!__atomic_load_n(&tm_launched, __ATOMIC_RELAXED))
+            __atomic_store_n(&tm_launched, true, __ATOMIC_RELEASE);
         for (int i = 0; tm_launch_watchers[i] && i < MAX_WATCHERS; i++) {
             const tm_launch_watcher *w = tm_launch_watchers[i];
             if (w->before && __atomic_load_n(w->watching, __ATOMIC_RELAXED) && w->before(l))

@@ -58,7 +58,11 @@ extern const tm_launch_watcher *const tm_launch_watchers[];
 CUresult tm_launch_submit(tm_launch *launch, tm_launch_call call);
 
 /* True once a kernel launch has been submitted (the end of a program's loading phase). */
-bool tm_launch_seen(void);
+extern bool tm_launched;
+static inline bool tm_launch_seen(void)
+{
+    return __atomic_load_n(&tm_launched, __ATOMIC_ACQUIRE);
+}
 
 /* Whether the launch's stream is capturing into a graph (asked once per launch). */
 bool tm_launch_capturing(tm_launch *launch);

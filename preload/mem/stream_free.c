@@ -17,7 +17,7 @@ typedef struct pending {
 } pending;
 
 static pending *outstanding;        /* frees queued on streams, newest first */
-static int reached_count;           /* of those, flagged ones not yet drained */
+int tm_stream_frees_reached;         /* of those, flagged ones not yet drained */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* Runs on the driver's thread when the stream gets here: no driver calls allowed. */
@@ -27,7 +27,7 @@ static void CUDA_CB on_reached(void *arg)
     pthread_mutex_lock(&lock);
     p->reached = true;
     if (p->listed)
-        __atomic_add_fetch(&reached_count, 1, __ATOMIC_RELEASE);
+        __atomic_add_fetch(&tm_stream_frees_reached, 1, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&lock);
 }
 
@@ -79,7 +79,7 @@ static pending *take(bool (*pick)(const pending *p, CUcontext ctx), CUcontext ct
         *at = p->next;
         p->listed = false;
         if (p->reached)
-            __atomic_sub_fetch(&reached_count, 1, __ATOMIC_RELAXED);
+            __atomic_sub_fetch(&tm_stream_frees_reached, 1, __ATOMIC_RELAXED);
         p->next = taken;
         taken = p;
     }
@@ -98,10 +98,8 @@ static bool in_context(const pending *p, CUcontext ctx)
     return !ctx || p->alloc->ctx == ctx;
 }
 
-void tm_stream_free_drain(void)
+void tm_stream_free_drain_reached(void)
 {
-    if (__atomic_load_n(&reached_count, __ATOMIC_ACQUIRE) == 0)
-        return;
     for (pending *p = take(is_reached, NULL), *next; p; p = next) {
         next = p->next;
         tm_free_chunked(p->alloc, TM_WAIT_NOTHING, NULL);
@@ -127,5 +125,5 @@ void tm_stream_free_forget_in_child(void)
 {
     pthread_mutex_init(&lock, NULL);
     outstanding = NULL; /* the parent's memory: not the child's to release */
-    reached_count = 0;
+    tm_stream_frees_reached = 0;
 }

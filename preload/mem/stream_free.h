@@ -16,8 +16,17 @@
 /* Releases `alloc`, already out of the registry, once `stream` reaches this point. */
 void tm_stream_free(tm_alloc *alloc, CUstream stream, bool ptsz);
 
-/* Releases the allocations whose streams have reached their free. Cheap when none have. */
-void tm_stream_free_drain(void);
+/* Frees whose streams have reached them, not released yet (atomic). */
+extern int tm_stream_frees_reached;
+
+void tm_stream_free_drain_reached(void);
+
+/* Releases the allocations whose streams have reached their free: one load when none have. */
+static inline void tm_stream_free_drain(void)
+{
+    if (__atomic_load_n(&tm_stream_frees_reached, __ATOMIC_ACQUIRE) != 0)
+        tm_stream_free_drain_reached();
+}
 
 /* Releases the frees still waiting in `ctx` (NULL: every context), waiting for their
  * streams while the context is alive: before a context goes, and at exit. */

@@ -25,7 +25,7 @@ static tm_model_file *fd_file[FD_MAX];
 static pthread_mutex_t files_lock = PTHREAD_MUTEX_INITIALIZER;
 static tm_model_file *files[FILES_MAX];
 static int file_count;
-static int files_loading;           /* files with some tensors uploaded and some not */
+int tm_model_files_loading_now;        /* files with some tensors uploaded and some not */
 static uint64_t bytes_left;         /* of their tensors not uploaded yet */
 
 /* ---------------------------------------------------------------- recognising */
@@ -148,18 +148,13 @@ void tm_model_file_uploaded(tm_model_file *f, uint64_t offset, uint64_t bytes)
         uint64_t done = __atomic_add_fetch(&f->tensors_uploaded, 1, __ATOMIC_ACQ_REL);
         if (f->tensors > 1 && done == 1) {
             __atomic_add_fetch(&bytes_left, f->bytes, __ATOMIC_RELEASE);
-            __atomic_add_fetch(&files_loading, 1, __ATOMIC_RELEASE);
+            __atomic_add_fetch(&tm_model_files_loading_now, 1, __ATOMIC_RELEASE);
         }
         if (f->tensors > 1)
             __atomic_sub_fetch(&bytes_left, f->table.tensor[i].size, __ATOMIC_RELEASE);
         if (f->tensors > 1 && done == f->tensors)
-            __atomic_sub_fetch(&files_loading, 1, __ATOMIC_RELEASE);
+            __atomic_sub_fetch(&tm_model_files_loading_now, 1, __ATOMIC_RELEASE);
     }
-}
-
-bool tm_model_files_loading(void)
-{
-    return __atomic_load_n(&files_loading, __ATOMIC_ACQUIRE) > 0 && !tm_launch_seen();
 }
 
 uint64_t tm_model_files_bytes_left(void)

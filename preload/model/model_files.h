@@ -16,6 +16,7 @@
 #include <sys/types.h>
 #include <time.h>
 
+#include "preload/driver/launch.h"
 #include "preload/model/tensor_table.h"
 
 #define TM_MODEL_PATH_MAX 4096
@@ -51,7 +52,11 @@ void tm_model_file_uploaded(tm_model_file *file, uint64_t offset, uint64_t bytes
 /* True while the program loads weights: a model file has some tensors uploaded and others
  * not yet, and no kernel has been launched (a loader that uploads converted copies, or
  * leaves tensors out, ends its window at its first kernel). */
-bool tm_model_files_loading(void);
+extern int tm_model_files_loading_now; /* files with some tensors uploaded and some not (atomic) */
+static inline bool tm_model_files_loading(void)
+{
+    return __atomic_load_n(&tm_model_files_loading_now, __ATOMIC_ACQUIRE) > 0 && !tm_launch_seen();
+}
 
 /* While loading: the bytes of the loading files' tensors not uploaded yet; 0 otherwise. */
 uint64_t tm_model_files_bytes_left(void);
