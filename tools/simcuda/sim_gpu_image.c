@@ -8,9 +8,11 @@
  *                   size; at +16 u32 compressed size, at +28 u32 sm_ arch, at +40 u64
  *                   flags; the payload follows the header
  * Kernel names come from the symbol tables of the cubins (STT_FUNC symbols) and from the
- * `.entry` directives of PTX text. A compressed payload, or an entry of another kind, is
- * not read: it may hold any kernel, so the image then accepts every name rather than
- * refuse a kernel that is really there. */
+ * `.entry` directives of PTX text. A compressed payload (nvcc compresses PTX with zstd,
+ * flag 0x8000; older ones used 0x1000 and 0x2000), or an entry of another kind, is not
+ * read. nvcc builds every entry of a fatbin from the same source, so the entries that
+ * can be read name the kernels of all; only when none can be read does the image accept
+ * every name, rather than refuse a kernel that is really there. */
 #include <elf.h>
 #include <errno.h>
 #include <stdio.h>
@@ -44,7 +46,7 @@ typedef struct view {
 /* process_vm_readv on this process copies what is mapped and stops at what is not. Where
  * a sandbox refuses the call, mincore says whether each page is mapped (protection is
  * not visible that way; the image is program data nvcc wrote, so it is readable). */
-static bool copy_checked(void *dst, const void *src, size_t n)
+bool sim_copy_mapped(void *dst, const void *src, size_t n)
 {
     struct iovec local = { dst, n }, remote = { (void *)src, n };
     ssize_t got = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
@@ -72,7 +74,7 @@ static bool view_read(const view *v, uint64_t offset, void *dst, size_t n)
     if (n == 0)
         return true;
     if (v->checked)
-        return copy_checked(dst, v->base + offset, n);
+        return sim_copy_mapped(dst, v->base + offset, n);
     memcpy(dst, v->base + offset, n);
     return true;
 }
@@ -241,7 +243,7 @@ static char *read_text_unbounded(const unsigned char *image, size_t *length)
         }
         /* Byte by byte across a page end we cannot cross: shrink the piece until it reads. */
         size_t n = piece;
-        while (n > 0 && !copy_checked(text + used, image + used, n))
+        while (n > 0 && !sim_copy_mapped(text + used, image + used, n))
             n /= 2;
         if (n == 0)
             break;
@@ -260,6 +262,7 @@ static char *read_text_unbounded(const unsigned char *image, size_t *length)
 
 static int read_fatbin(const view *whole, sim_gpu_image *out, name_list *names, char *why, size_t why_size)
 {
+    int read = 0, unread = 0;
     struct { uint32_t magic; uint16_t version, header_size; uint64_t size; } header;
     if (!view_read(whole, 0, &header, sizeof header))
         return fail(why, why_size, "%s", "a fatbin shorter than its header");
@@ -285,7 +288,7 @@ static int read_fatbin(const view *whole, sim_gpu_image *out, name_list *names, 
             entry.payload_size > total - at - entry.header_size)
             return fail(why, why_size, "%s", "a fatbin entry whose sizes run past the fatbin");
         uint64_t payload = at + entry.header_size;
-        bool compressed = entry.compressed_size != 0 || (entry.flags & 0x3000) != 0;
+        bool compressed = entry.compressed_size != 0 || (entry.flags & 0xb000) != 0;
         unsigned char magic[4] = { 0 };
         view_read(&v, payload, magic, entry.payload_size < 4 ? (size_t)entry.payload_size : 4);
         if (entry.kind == ENTRY_KIND_ELF && !compressed && memcmp(magic, ELFMAG, SELFMAG) == 0) {
@@ -294,6 +297,7 @@ static int read_fatbin(const view *whole, sim_gpu_image *out, name_list *names, 
                 return -1;
             if ((int)entry.arch > out->arch && entry.arch < 10000)
                 out->arch = (int)entry.arch;
+            read++;
         } else if (entry.kind == ENTRY_KIND_PTX && !compressed) {
             char *text = (char *)view_copy(&v, payload, entry.payload_size);
             if (!text)
@@ -303,11 +307,13 @@ static int read_fatbin(const view *whole, sim_gpu_image *out, name_list *names, 
             free(text);
             if (result != 0)
                 return -1;
+            read++;
         } else {
-            out->any_name = true;
+            unread++;
         }
         at = payload + entry.payload_size;
     }
+    out->any_name = unread > 0 && read == 0;
     return 0;
 }
 

@@ -27,7 +27,7 @@ typedef enum sim_gpu_format {
 
 typedef struct sim_gpu_image {
     sim_gpu_format format;
-    bool any_name;          /* some code could not be read (compressed, or a kind not known):
+    bool any_name;          /* no code could be read (compressed, or a kind not known):
                              * every kernel name is taken as present */
     size_t count;           /* kernel names read, sorted, without repeats */
     char **names;           /* [count], pointing into `text` */
@@ -49,5 +49,9 @@ int sim_gpu_image_read(const void *image, size_t size, sim_gpu_image *out, char 
 bool sim_gpu_image_has(const sim_gpu_image *image, const char *name);
 
 void sim_gpu_image_free(sim_gpu_image *image);
+
+/* Copies n bytes from memory of unknown extent; false (nothing promised in dst) when any
+ * of it is not mapped. */
+bool sim_copy_mapped(void *dst, const void *src, size_t n);
 
 #endif /* SIM_GPU_IMAGE_H */

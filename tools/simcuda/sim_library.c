@@ -10,10 +10,11 @@
  * module's function itself, so it is also the CUfunction of every context.
  *
  * Kernel names of GPU code are checked against the symbol tables of its cubins and the
- * `.entry` lines of its PTX when they can be read; a compressed payload cannot be (simcuda
- * does not decompress GPU code it cannot run), and then any name is accepted rather than
- * refuse a kernel the image may well hold. JIT and library options have nothing to act
- * on and are ignored once checked for shape. */
+ * `.entry` lines of its PTX where they can be read; a compressed payload cannot be (simcuda
+ * does not decompress GPU code it cannot run). nvcc compresses PTX but not cubins, so the
+ * cubins name the kernels; an image with nothing readable accepts any name rather than
+ * refuse a kernel it may well hold. JIT and library options have nothing to act on and
+ * are ignored once checked for shape. */
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>

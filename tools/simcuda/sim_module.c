@@ -152,8 +152,13 @@ SIM_EXPORT CUresult cuModuleLoad(CUmodule *handle, const char *path)
 
 CUresult sim_module_open_image(sim_module *module, const void *image)
 {
+    /* The caller's image has no stated length: its head is read only as far as mapped, and
+     * write() below fails cleanly (EFAULT) on a size that runs past its memory. */
+    unsigned char head[sizeof(Elf64_Ehdr)];
+    if (!sim_copy_mapped(head, image, sizeof head))
+        return CUDA_ERROR_INVALID_IMAGE;
     size_t elf_size;
-    image_kind kind = classify_image(image, sizeof(Elf64_Ehdr), &elf_size);
+    image_kind kind = classify_image(head, sizeof head, &elf_size);
     if (kind == IMAGE_GPU_CODE)
         return CUDA_ERROR_NO_BINARY_FOR_GPU;
     if (kind != IMAGE_HOST_LIBRARY || elf_size == 0)
