@@ -9,7 +9,7 @@
 //   runtime_basics threads                   four threads initialising at once on two devices
 //   runtime_basics kernel                    a __global__ kernel: its launch fails with
 //                                            cudaErrorNoKernelImageForDevice, and the
-//                                            program goes on
+//                                            program goes on; a __device__ variable works
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -227,6 +227,8 @@ static int run_threads(void)
 
 // ---------------------------------------------------------------- kernels
 
+__device__ int device_table[4];
+
 __global__ void scale(float *values, int n)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -265,6 +267,12 @@ static int run_kernel(void)
     TAP_CHECK(attributes.binaryVersion == 90 && attributes.ptxVersion == 90,
               "binary and PTX version follow compute capability 9.0 (%d, %d)", attributes.binaryVersion,
               attributes.ptxVersion);
+
+    // A __device__ variable has storage although no kernel runs.
+    int table[4] = { 4, 3, 2, 1 }, table_back[4] = { 0, 0, 0, 0 };
+    TAP_CUDA(cudaMemcpyToSymbol(device_table, table, sizeof table), "cudaMemcpyToSymbol");
+    TAP_CUDA(cudaMemcpyFromSymbol(table_back, device_table, sizeof table_back), "cudaMemcpyFromSymbol");
+    TAP_CHECK(memcmp(table, table_back, sizeof table) == 0, "the __device__ variable holds what was copied in");
 
     // The process goes on: memory and copies still work.
     float host[1024], back[1024];

@@ -33,6 +33,7 @@ static size_t make_cubin(unsigned char *out, const char *const *funcs, int n)
         memcpy(strtab + str_used, name, strlen(name) + 1);
         symbols[count].st_name = (Elf64_Word)str_used;
         symbols[count].st_info = ELF64_ST_INFO(STB_GLOBAL, i < n ? STT_FUNC : STT_OBJECT);
+        symbols[count].st_size = i < n ? 0 : 16; /* the variable: 16 bytes of zeros */
         str_used += strlen(name) + 1;
         count++;
     }
@@ -311,6 +312,23 @@ static void gpu_code_loads_names_its_kernels_and_refuses_to_run(void **state)
     CUkernel kernel = NULL;
     assert_cu(cuLibraryGetKernel(&kernel, library, "_Z7missingv"), CUDA_ERROR_NOT_FOUND);
     assert_cu(cuLibraryGetKernel(&kernel, library, "a_device_variable"), CUDA_ERROR_NOT_FOUND);
+    /* Its variable gets device memory: what cudaMemcpyToSymbol writes reads back. */
+    CUdeviceptr variable = 0, again = 0;
+    size_t bytes = 0;
+    assert_cu_ok(cuLibraryGetGlobal(&variable, &bytes, library, "a_device_variable"));
+    assert_int_equal(bytes, 16);
+    uint32_t zeros[4] = { 1, 1, 1, 1 }, values[4] = { 1, 2, 3, 4 }, back[4] = { 0 };
+    assert_cu_ok(cuMemcpyDtoH(zeros, variable, sizeof zeros));
+    assert_true(zeros[0] == 0 && zeros[3] == 0);
+    assert_cu_ok(cuMemcpyHtoD(variable, values, sizeof values));
+    CUmodule library_module = NULL;
+    assert_cu_ok(cuLibraryGetModule(&library_module, library));
+    assert_cu_ok(cuModuleGetGlobal(&again, NULL, library_module, "a_device_variable"));
+    assert_true(again == variable);
+    assert_cu_ok(cuMemcpyDtoH(back, again, sizeof back));
+    assert_memory_equal(back, values, sizeof values);
+    assert_cu(cuLibraryGetGlobal(&again, &bytes, library, "_Z6kernelPfi"), CUDA_ERROR_NOT_FOUND);
+    assert_cu(cuLibraryGetGlobal(&again, &bytes, library, "no_such_variable"), CUDA_ERROR_NOT_FOUND);
     assert_cu_ok(cuLibraryUnload(library));
 
     /* The fatbin itself, a bare cubin, PTX text. */

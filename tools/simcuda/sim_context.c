@@ -42,6 +42,7 @@ CUresult sim_current_context(sim_context **out)
 
 void sim_context_release_resources(sim_context *ctx)
 {
+    sim_library_release_context(ctx);
     sim_module_release_context(ctx);
     sim_stream_release_context(ctx);
     sim_memory_release_context(ctx);

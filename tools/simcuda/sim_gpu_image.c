@@ -32,6 +32,8 @@
 #define MAX_NAMES        (1u << 20)
 #define MAX_NAME_BYTES   ((size_t)64 << 20)
 #define MAX_NAME_LENGTH  4096
+#define MAX_GLOBALS      65536
+#define MAX_INIT_BYTES   ((uint64_t)256 << 20)  /* initial bytes of all variables together */
 
 /* ---------------------------------------------------------------- bounded reads */
 
@@ -103,7 +105,52 @@ typedef struct name_list {
     char *text;
     size_t used, capacity;
     size_t count;
+    /* the variables, from the first cubin that has any (every cubin has the same ones) */
+    sim_gpu_global *globals;
+    size_t global_count, global_capacity;
+    uint64_t init_bytes;
+    bool globals_done;
 } name_list;
+
+static void globals_free(sim_gpu_global *globals, size_t count)
+{
+    for (size_t i = 0; i < count; i++) {
+        free(globals[i].name);
+        free(globals[i].init);
+    }
+    free(globals);
+}
+
+/* A variable of `size` bytes; `init` (may be NULL) is copied. */
+static bool global_add(name_list *list, const char *name, size_t length, uint64_t size, const unsigned char *init)
+{
+    if (list->global_count == MAX_GLOBALS || length == 0 || length > MAX_NAME_LENGTH || size > SIM_GPU_IMAGE_MAX)
+        return false;
+    if (init && size > MAX_INIT_BYTES - list->init_bytes)
+        return false;
+    if (list->global_count == list->global_capacity) {
+        size_t capacity = list->global_capacity ? list->global_capacity * 2 : 16;
+        sim_gpu_global *grown = realloc(list->globals, capacity * sizeof *grown);
+        if (!grown)
+            return false;
+        list->globals = grown;
+        list->global_capacity = capacity;
+    }
+    sim_gpu_global *g = &list->globals[list->global_count];
+    g->name = strndup(name, length);
+    g->size = size;
+    g->init = NULL;
+    if (init && (g->init = malloc(size ? (size_t)size : 1)))
+        memcpy(g->init, init, (size_t)size);
+    if (!g->name || (init && !g->init)) {
+        free(g->name);
+        free(g->init);
+        return false;
+    }
+    list->init_bytes += init ? size : 0;
+    list->global_count++;
+    return true;
+}
 
 static int fail(char *why, size_t why_size, const char *fmt, const char *detail)
 {
@@ -153,6 +200,7 @@ static int read_cubin(const view *v, name_list *names, char *why, size_t why_siz
     if (!sections)
         return fail(why, why_size, "%s", "a cubin whose section headers lie outside it");
     int result = 0;
+    bool take_globals = !names->globals_done;
     for (unsigned s = 0; s < header.e_shnum && result == 0; s++) {
         const Elf64_Shdr *symtab = &sections[s];
         if (symtab->sh_type != SHT_SYMTAB)
@@ -170,16 +218,35 @@ static int read_cubin(const view *v, name_list *names, char *why, size_t why_siz
             result = fail(why, why_size, "%s", "a cubin symbol table that lies outside it");
         } else {
             for (uint64_t i = 0; i < count; i++) {
-                if (ELF64_ST_TYPE(symbols[i].st_info) != STT_FUNC || symbols[i].st_name >= strtab->sh_size)
+                const Elf64_Sym *sym = &symbols[i];
+                int type = ELF64_ST_TYPE(sym->st_info);
+                if ((type != STT_FUNC && type != STT_OBJECT) || sym->st_name >= strtab->sh_size)
                     continue;
-                const char *name = strings + symbols[i].st_name;
-                const char *end = memchr(name, '\0', strtab->sh_size - symbols[i].st_name);
+                const char *name = strings + sym->st_name;
+                const char *end = memchr(name, '\0', strtab->sh_size - sym->st_name);
                 if (!end) {
                     result = fail(why, why_size, "%s", "a cubin symbol name that runs past its string table");
                     break;
                 }
-                if (!name_add(names, name, (size_t)(end - name))) {
+                if (type == STT_FUNC && !name_add(names, name, (size_t)(end - name))) {
                     result = fail(why, why_size, "%s", "a cubin with too many or too long kernel names");
+                    break;
+                }
+                if (type != STT_OBJECT || !take_globals || sym->st_size == 0)
+                    continue;
+                /* Initial bytes: the symbol's place in a PROGBITS section (NOBITS: zeros). */
+                unsigned char *init = NULL;
+                if (sym->st_shndx > 0 && sym->st_shndx < header.e_shnum) {
+                    const Elf64_Shdr *home = &sections[sym->st_shndx];
+                    if (home->sh_type == SHT_PROGBITS && sym->st_value <= home->sh_size &&
+                        sym->st_size <= home->sh_size - sym->st_value && home->sh_offset <= v->size &&
+                        sym->st_value <= v->size - home->sh_offset)
+                        init = view_copy(v, home->sh_offset + sym->st_value, sym->st_size);
+                }
+                bool added = global_add(names, name, (size_t)(end - name), sym->st_size, init);
+                free(init);
+                if (!added) {
+                    result = fail(why, why_size, "%s", "a cubin with too many or too large variables");
                     break;
                 }
             }
@@ -188,6 +255,8 @@ static int read_cubin(const view *v, name_list *names, char *why, size_t why_siz
         free(strings);
     }
     free(sections);
+    if (names->global_count)
+        names->globals_done = true;
     return result;
 }
 
@@ -402,16 +471,20 @@ int sim_gpu_image_read(const void *image, size_t size, sim_gpu_image *out, char 
     }
     if (result != 0) {
         sim_gpu_format format = out->format;
+        globals_free(names.globals, names.global_count);
         free(names.text);
         memset(out, 0, sizeof *out);
         out->format = format; /* what it looked like, for the caller's message */
         return -1;
     }
     out->text = names.text;
+    out->globals = names.globals;
+    out->global_count = names.global_count;
     if (names.count) {
         out->names = malloc(names.count * sizeof *out->names);
         if (!out->names) {
             free(names.text);
+            globals_free(names.globals, names.global_count);
             memset(out, 0, sizeof *out);
             return fail(why, why_size, "%s", "no memory for the kernel names");
         }
@@ -437,8 +510,17 @@ bool sim_gpu_image_has(const sim_gpu_image *image, const char *name)
     return image->count && bsearch(&name, image->names, image->count, sizeof *image->names, compare_names);
 }
 
+const sim_gpu_global *sim_gpu_image_global(const sim_gpu_image *image, const char *name)
+{
+    for (size_t i = 0; i < image->global_count; i++)
+        if (strcmp(image->globals[i].name, name) == 0)
+            return &image->globals[i];
+    return NULL;
+}
+
 void sim_gpu_image_free(sim_gpu_image *image)
 {
+    globals_free(image->globals, image->global_count);
     free(image->names);
     free(image->text);
     memset(image, 0, sizeof *image);

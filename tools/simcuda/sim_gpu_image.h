@@ -25,6 +25,13 @@ typedef enum sim_gpu_format {
     SIM_GPU_PTX,            /* text */
 } sim_gpu_format;
 
+/* A variable of the GPU code (__device__, __constant__): what storage it needs. */
+typedef struct sim_gpu_global {
+    char *name;
+    uint64_t size;
+    unsigned char *init;    /* [size], its initial bytes, or NULL for zeros */
+} sim_gpu_global;
+
 typedef struct sim_gpu_image {
     sim_gpu_format format;
     bool any_name;          /* no code could be read (compressed, or a kind not known):
@@ -33,6 +40,8 @@ typedef struct sim_gpu_image {
     char **names;           /* [count], pointing into `text` */
     char *text;
     int arch;               /* the highest sm_ of its cubins (90 for sm_90), 0 when none */
+    size_t global_count;    /* variables (STT_OBJECT symbols of its first cubin that has them) */
+    sim_gpu_global *globals;
 } sim_gpu_image;
 
 /* A quick look at the first bytes only: whether `image` starts like GPU code. `size` is
@@ -47,6 +56,9 @@ int sim_gpu_image_read(const void *image, size_t size, sim_gpu_image *out, char 
 
 /* Whether `name` is a kernel of the image (always, with any_name). */
 bool sim_gpu_image_has(const sim_gpu_image *image, const char *name);
+
+/* The variable `name`, or NULL. */
+const sim_gpu_global *sim_gpu_image_global(const sim_gpu_image *image, const char *name);
 
 void sim_gpu_image_free(sim_gpu_image *image);
 

@@ -155,6 +155,7 @@ typedef struct sim_module {
     struct sim_gpu_image *gpu; /* GPU code (sim_gpu_image.h): kernels that have no host code */
     const void *source;     /* GPU code: the image it was loaded from (unloaded by it) */
     sim_library *owner;     /* the library whose module it is (cuLibraryGetModule), or NULL */
+    struct sim_global *globals; /* GPU code's variables given storage so far, per context */
     sim_function *functions;
     struct sim_module *unload_next; /* list link while a context's modules are unloaded */
 } sim_module;
@@ -168,6 +169,17 @@ struct sim_function {
     int carveout;                 /* CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT */
     bool refusal_logged;          /* GPU code: its launch was refused and said so once */
     sim_function *next;
+    char name[];
+};
+
+/* Storage a variable of GPU code got in one context (sim_library.c): device memory of that
+ * context, filled with the variable's initial bytes, so cudaMemcpyToSymbol and friends work
+ * although no kernel ever reads it. */
+struct sim_global {
+    struct sim_global *next;
+    sim_context *ctx;
+    CUdeviceptr dptr;
+    size_t size;
     char name[];
 };
 
@@ -326,6 +338,11 @@ CUresult sim_function_set_attribute(sim_function *function, CUfunction_attribute
  * table 2 slot 6), and its unload by the same wrapper (slot 7). */
 CUresult sim_gpu_module_load(CUmodule *out, const void *image);
 void sim_gpu_module_unload_image(const void *image);
+/* Lock held: a context goes; libraries forget the storage they gave its variables (the
+ * memory itself goes with the context's). */
+void sim_library_release_context(sim_context *ctx);
+/* Lock not held: frees the storage of a module's variables (before the module closes). */
+void sim_module_free_globals(sim_module *module);
 
 /* Device-memory allocation shared by cuMemAlloc, pitch, async and pool paths. */
 CUresult sim_device_alloc(CUdeviceptr *dptr, size_t bytes, bool managed, sim_pool *pool);

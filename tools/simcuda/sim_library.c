@@ -14,8 +14,14 @@
  * does not decompress GPU code it cannot run). nvcc compresses PTX but not cubins, so the
  * cubins name the kernels; an image with nothing readable accepts any name rather than
  * refuse a kernel it may well hold. JIT and library options have nothing to act on and
- * are ignored once checked for shape. */
+ * are ignored once checked for shape.
+ *
+ * Variables of GPU code (cuLibraryGetGlobal, cuModuleGetGlobal) get device memory of the
+ * current context at their first look-up, filled from the cubin, so the runtime's symbol
+ * copies work; a host-kernel library's variable is its exported symbol. */
+#include <dlfcn.h>
 #include <fcntl.h>
+#include <link.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -178,6 +184,7 @@ SIM_EXPORT CUresult cuLibraryUnload(CUlibrary handle)
     sim_unlock();
     if (!library)
         return CUDA_ERROR_INVALID_HANDLE;
+    sim_module_free_globals(library->module);
     sim_module_close(library->module);
     free(library);
     return CUDA_SUCCESS;
@@ -309,4 +316,139 @@ SIM_EXPORT CUresult cuKernelGetParamInfo(CUkernel kernel, size_t paramIndex, siz
 {
     SIM_FAIL_POINT(cuKernelGetParamInfo);
     return cuFuncGetParamInfo((CUfunction)kernel, paramIndex, paramOffset, paramSize);
+}
+
+/* ---------------------------------------------------------------- variables */
+
+void sim_library_release_context(sim_context *ctx)
+{
+    sim_object *object, *next;
+    HASH_ITER(hh, sim.objects, object, next) {
+        if (object->kind != SIM_MODULE)
+            continue;
+        for (struct sim_global **at = &((sim_module *)object)->globals; *at;) {
+            struct sim_global *g = *at;
+            if (g->ctx == ctx) {
+                *at = g->next;
+                free(g);
+            } else {
+                at = &g->next;
+            }
+        }
+    }
+}
+
+void sim_module_free_globals(sim_module *module)
+{
+    sim_lock();
+    struct sim_global *list = module->globals;
+    module->globals = NULL;
+    sim_unlock();
+    while (list) {
+        struct sim_global *next = list->next;
+        /* Its context's memory; a context already gone took it along. */
+        sim_lock();
+        sim_region *region = sim_region_find(TREE_REGIONS, (uintptr_t)list->dptr);
+        bool live = region && region->base == (uintptr_t)list->dptr && region->ctx == list->ctx;
+        sim_unlock();
+        if (live) {
+            CUcontext previous = NULL;
+            cuCtxGetCurrent(&previous);
+            if (cuCtxPushCurrent((CUcontext)list->ctx) == CUDA_SUCCESS) {
+                cuMemFree(list->dptr);
+                cuCtxPopCurrent(&previous);
+            }
+        }
+        free(list);
+        list = next;
+    }
+}
+
+/* A host-kernel library's variable is its exported symbol: host memory its kernels reach
+ * directly. GPU code's gets device memory of the current context on first use. */
+static CUresult module_global(sim_module *module, const char *name, CUdeviceptr *dptr, size_t *bytes)
+{
+    sim_context *ctx = NULL;
+    CUresult result = sim_current_context_locked(&ctx);
+    if (result != CUDA_SUCCESS)
+        return result;
+    if (module->library) {
+        void *address = NULL;
+        const ElfW(Sym) *symbol = NULL;
+        Dl_info info;
+        if (!(address = dlsym(module->library, name)) ||
+            !dladdr1(address, &info, (void **)&symbol, RTLD_DL_SYMENT) || !symbol)
+            return CUDA_ERROR_NOT_FOUND;
+        if (dptr)
+            *dptr = (CUdeviceptr)(uintptr_t)address;
+        if (bytes)
+            *bytes = (size_t)symbol->st_size;
+        return CUDA_SUCCESS;
+    }
+    for (struct sim_global *g = module->globals; g; g = g->next)
+        if (g->ctx == ctx && strcmp(g->name, name) == 0) {
+            if (dptr)
+                *dptr = g->dptr;
+            if (bytes)
+                *bytes = g->size;
+            return CUDA_SUCCESS;
+        }
+    const sim_gpu_global *variable = module->gpu ? sim_gpu_image_global(module->gpu, name) : NULL;
+    if (!variable)
+        return CUDA_ERROR_NOT_FOUND;
+    size_t length = strlen(name);
+    struct sim_global *g = calloc(1, sizeof *g + length + 1);
+    if (!g)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    /* The allocation takes the lock: drop it meanwhile; the module cannot go while its
+     * caller holds its handle, and a second thread asking meanwhile gets its own copy. */
+    sim_unlock();
+    CUdeviceptr p = 0;
+    result = sim_device_alloc(&p, variable->size ? (size_t)variable->size : 1, false, NULL);
+    if (result == CUDA_SUCCESS) {
+        if (variable->init)
+            memcpy((void *)(uintptr_t)p, variable->init, (size_t)variable->size);
+        else
+            memset((void *)(uintptr_t)p, 0, (size_t)variable->size);
+    }
+    sim_lock();
+    if (result != CUDA_SUCCESS) {
+        free(g);
+        return result;
+    }
+    g->ctx = ctx;
+    g->dptr = p;
+    g->size = (size_t)variable->size;
+    memcpy(g->name, name, length + 1);
+    g->next = module->globals;
+    module->globals = g;
+    if (dptr)
+        *dptr = p;
+    if (bytes)
+        *bytes = g->size;
+    return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUlibrary handle, const char *name)
+{
+    SIM_FAIL_POINT(cuLibraryGetGlobal);
+    if (!name || (!dptr && !bytes))
+        return CUDA_ERROR_INVALID_VALUE;
+    sim_lock();
+    sim_library *library = sim_object_find(handle, SIM_LIBRARY);
+    CUresult result = library ? module_global(library->module, name, dptr, bytes) : CUDA_ERROR_INVALID_HANDLE;
+    sim_unlock();
+    return result;
+}
+
+SIM_EXPORT CUresult cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CUmodule handle, const char *name)
+{
+    SIM_FAIL_POINT(cuModuleGetGlobal_v2);
+    if (!name || (!dptr && !bytes))
+        return CUDA_ERROR_INVALID_VALUE;
+    sim_lock();
+    sim_module *module = sim_object_find(handle, SIM_MODULE);
+    CUresult result = module ? module_global(module, name, dptr, bytes) : CUDA_ERROR_INVALID_HANDLE;
+    sim_unlock();
+    return result;
 }

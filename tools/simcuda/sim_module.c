@@ -107,6 +107,12 @@ static CUresult module_register(CUmodule *handle, sim_module *module)
 
 void sim_module_close(sim_module *module)
 {
+    /* Storage of its variables is device memory of contexts: freed before (cuLibraryUnload,
+     * the 11.8 unload) or with the context; only the bookkeeping goes here. */
+    for (struct sim_global *g = module->globals, *next; g; g = next) {
+        next = g->next;
+        free(g);
+    }
     if (module->library)
         dlclose(module->library);
     if (module->gpu) {
@@ -263,8 +269,10 @@ void sim_gpu_module_unload_image(const void *image)
         sim_object_remove(&module->obj);
     }
     sim_unlock();
-    if (module)
+    if (module) {
+        sim_module_free_globals(module);
         sim_module_close(module);
+    }
 }
 
 SIM_EXPORT CUresult cuModuleUnload(CUmodule handle)
@@ -289,6 +297,7 @@ SIM_EXPORT CUresult cuModuleUnload(CUmodule handle)
                 "(returns CUDA_ERROR_NOT_PERMITTED)", (void *)handle);
         return CUDA_ERROR_NOT_PERMITTED;
     }
+    sim_module_free_globals(module);
     sim_module_close(module);
     return CUDA_SUCCESS;
 }
