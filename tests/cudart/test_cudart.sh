@@ -62,6 +62,9 @@ run_case() {
   done <"$work/stdout"
   check_eq "$label: the program reached its plan" "$plan" "$seen"
   check_eq "$label: exit status" "$rc" "0"
+  # Nothing the runtime called is missing from simcuda, nor any slot unknown to it.
+  check_eq "$label: simcuda said nothing is missing" \
+    "$(grep -E 'is not implemented|does not know it' "$work/stderr")" ""
   if [ "$rc" != 0 ] || [ "$plan" != "$seen" ]; then sed 's/^/#   stderr: /' "$work/stderr" | tail -n 20; fi
 }
 
@@ -73,8 +76,6 @@ for build in static shared; do
   for interposer in none tiermem; do
     at="$build, interposer $interposer"
     run_case "basics ($at)" $interposer SIMCUDA_MEM=$MEM_BYTES -- "$program" basics 1 $MEM_BYTES
-    check "basics ($at): simcuda said nothing is missing" \
-      bash -c "! grep -q 'not implemented\|does not know it' '$work/stderr'"
     run_case "basics, SIMCUDA_ASYNC=1 ($at)" $interposer SIMCUDA_MEM=$MEM_BYTES SIMCUDA_ASYNC=1 -- \
       "$program" basics 1 $MEM_BYTES
     run_case "basics, two devices ($at)" $interposer SIMCUDA_MEM=$MEM_BYTES SIMCUDA_DEVICES=2 -- \
@@ -102,7 +103,6 @@ if [ -x "$program" ]; then
   check "traps: table 1 is answered with traps" \
     grep -q 'f8cff951-2146-8b4e-b9e2-fb469e7c0dd9: table 1 (unnamed 13.x table), answered with a table of traps' \
     "$work/stderr"
-  check "traps: 13.0 calls no trap" bash -c "! grep -q 'does not know it' '$work/stderr'"
   env LD_LIBRARY_PATH="$SIMCUDA_DIR" ${TM_SAN_PRELOAD:+LD_PRELOAD=$TM_SAN_PRELOAD} SIMCUDA_EXPORT_TRACE=yes \
     "$program" kernel >"$work/stdout" 2>"$work/stderr"
   check "a bad SIMCUDA_EXPORT_TRACE is named when the driver starts" \
