@@ -20,7 +20,8 @@ SIMCUDA_ABI1_SO      := $(O)/tests/simcuda_kernels_abi1.so
 CONFORMANCE_SRCS  := harness.c conformance_main.c test_init.c test_memory.c test_vmm.c \
                      test_stream_event.c test_module_launch.c test_proc_address.c test_graph.c test_ipc.c
 SIMCUDA_ONLY_SRCS := harness.c simcuda_only_main.c test_simcuda_env.c test_simcuda_modules.c \
-                     test_simcuda_handles.c test_simcuda_time.c test_simcuda_managed.c test_simcuda_ipc.c
+                     test_simcuda_handles.c test_simcuda_time.c test_simcuda_managed.c test_simcuda_ipc.c \
+                     test_simcuda_export.c test_simcuda_library.c
 CONFORMANCE_OBJS  := $(addprefix $(O)/obj/$(SIMCUDA_TEST_DIR)/,$(CONFORMANCE_SRCS:.c=.o))
 SIMCUDA_ONLY_OBJS := $(addprefix $(O)/obj/$(SIMCUDA_TEST_DIR)/,$(SIMCUDA_ONLY_SRCS:.c=.o))
 
@@ -56,10 +57,19 @@ $(O)/tests/simcuda_conformance: $(CONFORMANCE_OBJS) $(SIMCUDA_TEST_LIB) | $(SIMC
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) $(CONFORMANCE_OBJS) -o $@ $(SIMCUDA_TEST_LINK)
 
-$(O)/tests/simcuda_only: $(SIMCUDA_ONLY_OBJS) $(SIMCUDA_TEST_LIB) \
-    | $(SIMCUDA_KERNELS_SO) $(SIMCUDA_NOT_MODULE_SO) $(SIMCUDA_ABI1_SO)
+# The export tests recompute the integrity answer with simcuda's own digest (sim_integrity.o);
+# the library tests read the engine's nvcc-built fatbin when there is one.
+SIMCUDA_ONLY_EXTRA := $(O)/obj/tools/simcuda/sim_integrity.o
+ifeq ($(HAVE_NVCC),1)
+$(O)/obj/$(SIMCUDA_TEST_DIR)/test_simcuda_library.o: \
+    CPPFLAGS += -DSIMCUDA_NVCC_FATBIN='"$(abspath $(O)/kernels/tiermem-kernels.fatbin)"'
+SIMCUDA_ONLY_ORDER := $(O)/kernels/tiermem-kernels.fatbin
+endif
+
+$(O)/tests/simcuda_only: $(SIMCUDA_ONLY_OBJS) $(SIMCUDA_ONLY_EXTRA) $(SIMCUDA_TEST_LIB) \
+    | $(SIMCUDA_KERNELS_SO) $(SIMCUDA_NOT_MODULE_SO) $(SIMCUDA_ABI1_SO) $(SIMCUDA_ONLY_ORDER)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) $(SIMCUDA_ONLY_OBJS) -o $@ $(SIMCUDA_TEST_LINK)
+	$(CC) $(CFLAGS) $(LDFLAGS) $(SIMCUDA_ONLY_OBJS) $(SIMCUDA_ONLY_EXTRA) -o $@ $(SIMCUDA_TEST_LINK) -lnettle
 
 TEST_PROGS   += $(O)/tests/simcuda_conformance $(O)/tests/simcuda_only
 TEST_SCRIPTS += $(SIMCUDA_TEST_DIR)/test_gpu_build.sh $(SIMCUDA_TEST_DIR)/test_touch_probe.sh \
@@ -71,3 +81,11 @@ $(O)/tests/simcuda_uvm: $(O)/obj/$(SIMCUDA_TEST_DIR)/test_uvm.o $(O)/obj/tools/s
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ -lcmocka
 
 TEST_PROGS   += $(O)/tests/simcuda_uvm
+
+# The integrity answer's digest alone: nettle's MD2 against RFC 1319, HMAC-MD2 against a
+# published answer the runtime accepted.
+$(O)/tests/simcuda_integrity: $(O)/obj/$(SIMCUDA_TEST_DIR)/test_integrity.o $(O)/obj/tools/simcuda/sim_integrity.o
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ -lcmocka -lnettle
+
+TEST_PROGS   += $(O)/tests/simcuda_integrity

@@ -9,6 +9,8 @@ int run_simcuda_handle_tests(void);
 int run_simcuda_time_tests(void);
 int run_simcuda_managed_tests(void);
 int run_simcuda_ipc_tests(void);
+int run_simcuda_export_tests(void);
+int run_simcuda_library_tests(void);
 
 int child_print_capacity(void);
 int child_report_init(void);
@@ -30,5 +32,9 @@ int child_managed_api(void);
 int child_managed_sweeps(void);
 int child_ipc_export_and_exit(void);
 int child_hold_launch(void);
+int child_export_trap(void);
+int child_export_unknown_traps(void);
+int child_storage_threads(void);
+int child_gpu_launch_refused(void);
 
 #endif /* TESTS_SIMCUDA_SIMCUDA_ONLY_H */

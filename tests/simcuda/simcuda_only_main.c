@@ -1,6 +1,6 @@
 /* simcuda_only_main.c — tests of what only simcuda has: SIMCUDA_* settings, the host-kernel
- * ABI and the time model, unimplemented functions, and its answers where a real driver's behaviour is
- * undefined. Not run on a GPU (tests/gpu/conformance.sh runs simcuda_conformance only).
+ * ABI and the time model, unimplemented functions, its answers where a real driver's behaviour is
+ * undefined, and what the CUDA runtime asks beyond the documented API. Not run on a GPU (tests/gpu/conformance.sh runs simcuda_conformance only).
  */
 #include <stddef.h>
 #include <unistd.h>
@@ -29,6 +29,10 @@ static const struct child_case child_cases[] = {
     {"managed_sweeps", child_managed_sweeps},
     {"ipc_export_and_exit", child_ipc_export_and_exit},
     {"hold_launch", child_hold_launch},
+    {"export_trap", child_export_trap},
+    {"export_unknown_traps", child_export_unknown_traps},
+    {"storage_threads", child_storage_threads},
+    {"gpu_launch_refused", child_gpu_launch_refused},
 };
 
 int main(int argc, char **argv)
@@ -46,5 +50,7 @@ int main(int argc, char **argv)
     failed += run_simcuda_time_tests();
     failed += run_simcuda_managed_tests();
     failed += run_simcuda_ipc_tests();
+    failed += run_simcuda_export_tests();
+    failed += run_simcuda_library_tests();
     return failed ? 1 : 0;
 }

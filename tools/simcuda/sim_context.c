@@ -1,8 +1,8 @@
 /* sim_context.c — contexts: the primary context (retain/release/reset), created
  * contexts, and each thread's stack of current contexts.
  *
- * Destroying a context frees everything it owns (allocations, host memory, streams,
- * events, modules). VMM objects belong to the device and survive contexts, as on the
+ * Destroying a context runs the destructors of its context-local storage, then frees
+ * everything it owns (allocations, host memory, streams, events, modules). VMM objects belong to the device and survive contexts, as on the
  * real driver. */
 #include <stdlib.h>
 
@@ -42,6 +42,7 @@ CUresult sim_current_context(sim_context **out)
 
 void sim_context_release_resources(sim_context *ctx)
 {
+    sim_library_release_context(ctx);
     sim_module_release_context(ctx);
     sim_stream_release_context(ctx);
     sim_memory_release_context(ctx);
@@ -69,33 +70,68 @@ SIM_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice device)
     return CUDA_SUCCESS;
 }
 
-SIM_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice device)
+/* Releasing the last retain destroys the primary context: the runtime's context-local
+ * destructors run first, while it is still live, then what it holds goes. */
+static CUresult primary_release(CUdevice device)
 {
-    SIM_FAIL_POINT(cuDevicePrimaryCtxRelease_v2);
     CUresult result = primary_check(device);
     if (result != CUDA_SUCCESS)
         return result;
+    sim_context *ctx = sim.primaries[device];
     sim_lock();
-    if (sim.primaries[device]->primary_refs == 0) {
+    bool last = ctx->primary_refs == 1;
+    sim_unlock();
+    if (last)
+        sim_local_destroy(ctx);
+    sim_lock();
+    if (ctx->primary_refs == 0) {
         result = CUDA_ERROR_INVALID_CONTEXT;
-    } else if (--sim.primaries[device]->primary_refs == 0) {
-        sim_context_release_resources(sim.primaries[device]);
+    } else if (--ctx->primary_refs == 0) {
+        sim_context_release_resources(ctx);
     }
     sim_unlock();
     return result;
 }
 
-SIM_EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice device)
+/* Reset destroys what the context holds but not the callers' retains. */
+static CUresult primary_reset(CUdevice device)
 {
-    SIM_FAIL_POINT(cuDevicePrimaryCtxReset_v2);
     CUresult result = primary_check(device);
     if (result != CUDA_SUCCESS)
         return result;
+    sim_local_destroy(sim.primaries[device]);
     sim_lock();
-    /* Reset destroys what the context holds but not the callers' retains. */
     sim_context_release_resources(sim.primaries[device]);
     sim_unlock();
     return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice device)
+{
+    SIM_FAIL_POINT(cuDevicePrimaryCtxRelease_v2);
+    return primary_release(device);
+}
+
+SIM_EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice device)
+{
+    SIM_FAIL_POINT(cuDevicePrimaryCtxReset_v2);
+    return primary_reset(device);
+}
+
+/* The ABIs of CUDA 7.0, which the runtime still looks up (cudaDeviceReset uses them):
+ * the same contract as _v2. cuda.h maps the names to _v2; both are exported. */
+#undef cuDevicePrimaryCtxRelease
+#undef cuDevicePrimaryCtxReset
+SIM_EXPORT CUresult cuDevicePrimaryCtxRelease(CUdevice device)
+{
+    SIM_FAIL_POINT(cuDevicePrimaryCtxRelease);
+    return primary_release(device);
+}
+
+SIM_EXPORT CUresult cuDevicePrimaryCtxReset(CUdevice device)
+{
+    SIM_FAIL_POINT(cuDevicePrimaryCtxReset);
+    return primary_reset(device);
 }
 
 SIM_EXPORT CUresult cuDevicePrimaryCtxGetState(CUdevice device, unsigned int *flags, int *active)
@@ -201,9 +237,16 @@ SIM_EXPORT CUresult cuCtxDestroy_v2(CUcontext handle)
         return result;
     sim_lock();
     sim_context *ctx = sim_object_find(handle, SIM_CONTEXT);
-    if (!ctx || ctx->primary) {
-        sim_unlock();
+    bool destroyable = ctx && !ctx->primary;
+    sim_unlock();
+    if (!destroyable)
         return CUDA_ERROR_INVALID_CONTEXT;
+    /* The runtime's context-local destructors run while the context still works. */
+    sim_local_destroy(ctx);
+    sim_lock();
+    if (sim_object_find(handle, SIM_CONTEXT) != ctx) {
+        sim_unlock();
+        return CUDA_ERROR_INVALID_CONTEXT; /* destroyed meanwhile by another thread */
     }
     sim_context_release_resources(ctx);
     sim_object_remove(&ctx->obj);

@@ -68,7 +68,15 @@ typedef struct sim_config {
     uint64_t hold_launch;                   /* SIMCUDA_HOLD: the launch that waits (0: none) */
     char hold_path[256];                    /* ... until this file exists */
     sim_uvm_params uvm;                     /* SIMCUDA_UVM_*: the managed-memory model */
+    int export_trace;                       /* SIMCUDA_EXPORT_TRACE (SIM_EXPORT_TRACE_*) */
 } sim_config;
+
+/* SIMCUDA_EXPORT_TRACE: off; log every export table asked for and every slot called;
+ * and also answer unknown tables with tables of logging traps (sim_export.c). */
+enum { SIM_EXPORT_TRACE_OFF, SIM_EXPORT_TRACE_LOG, SIM_EXPORT_TRACE_TRAPS };
+bool sim_export_trace_parse(const char *value, int *level);
+/* The setting, read once on first use (export tables are asked for before cuInit). */
+int sim_export_trace(void);
 
 /* Parses the SIMCUDA_* environment; on a bad value prints one line naming it. */
 CUresult sim_config_load(sim_config *config);
@@ -78,7 +86,7 @@ bool sim_config_numa_node_ok(const sim_config *config, int node);
 
 typedef enum sim_kind {
     SIM_CONTEXT = 1, SIM_STREAM, SIM_EVENT, SIM_MODULE, SIM_FUNCTION, SIM_POOL, SIM_PHYS, SIM_GRAPH,
-    SIM_GRAPH_EXEC,
+    SIM_GRAPH_EXEC, SIM_LIBRARY,
 } sim_kind;
 
 /* First member of every object handed out; the object's address is its handle. */
@@ -92,6 +100,8 @@ void sim_object_add(sim_object *object, sim_kind kind);   /* lock held */
 void sim_object_remove(sim_object *object);               /* lock held */
 void *sim_object_find(const void *handle, sim_kind kind); /* lock held; NULL if not live */
 
+typedef struct sim_local sim_local;
+
 typedef struct sim_context {
     sim_object obj;
     CUdevice device;
@@ -100,6 +110,7 @@ typedef struct sim_context {
     int primary_refs;       /* primary context: retain count; active while > 0 */
     unsigned peers;         /* bit d: cuCtxEnablePeerAccess gave it device d's memory */
     unsigned long long id;
+    sim_local *locals;      /* context-local storage the runtime keeps (sim_ctx_local.c) */
 } sim_context;
 
 typedef struct sim_op sim_op;
@@ -134,11 +145,17 @@ typedef struct sim_event {
 } sim_event;
 
 typedef struct sim_function sim_function;
+typedef struct sim_library sim_library;
+struct sim_gpu_image;
 typedef struct sim_module {
     sim_object obj;
-    sim_context *ctx;
-    void *library;          /* dlopen handle of the host-kernel library */
+    sim_context *ctx;       /* NULL for a library's module, which outlives contexts */
+    void *library;          /* dlopen handle of the host-kernel library, or NULL for GPU code */
     int abi;                /* its simcuda_module_abi: 1 (no cost declarations) or 2 */
+    struct sim_gpu_image *gpu; /* GPU code (sim_gpu_image.h): kernels that have no host code */
+    const void *source;     /* GPU code: the image it was loaded from (unloaded by it) */
+    sim_library *owner;     /* the library whose module it is (cuLibraryGetModule), or NULL */
+    struct sim_global *globals; /* GPU code's variables given storage so far, per context */
     sim_function *functions;
     struct sim_module *unload_next; /* list link while a context's modules are unloaded */
 } sim_module;
@@ -146,11 +163,31 @@ typedef struct sim_module {
 struct sim_function {
     sim_object obj;
     sim_module *module;
-    simcuda_kernel_fn *entry;
+    simcuda_kernel_fn *entry;     /* NULL: GPU code, refused at launch */
     const simcuda_params *params; /* its SIMCUDA_KERNEL_PARAMS, or NULL */
-    int max_dynamic_shared;
+    int max_dynamic_shared;       /* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES */
+    int carveout;                 /* CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT */
+    bool refusal_logged;          /* GPU code: its launch was refused and said so once */
     sim_function *next;
     char name[];
+};
+
+/* Storage a variable of GPU code got in one context (sim_library.c): device memory of that
+ * context, filled with the variable's initial bytes, so cudaMemcpyToSymbol and friends work
+ * although no kernel ever reads it. */
+struct sim_global {
+    struct sim_global *next;
+    sim_context *ctx;
+    CUdeviceptr dptr;
+    size_t size;
+    char name[];
+};
+
+/* A CUlibrary (sim_library.c): a module not bound to a context. Its CUkernels are the
+ * module's functions, valid as CUfunctions too (the runtime launches them as such). */
+struct sim_library {
+    sim_object obj;
+    sim_module *module;
 };
 
 typedef struct sim_pool {
@@ -284,6 +321,29 @@ void sim_memory_release_context(sim_context *ctx);
 void sim_stream_release_context(sim_context *ctx);
 void sim_module_release_context(sim_context *ctx);
 
+/* Modules (sim_module.c), used by libraries and the runtime's table (sim_library.c). */
+/* A host-kernel library from a path, or from the bytes of one in memory. */
+CUresult sim_module_open_path(sim_module *module, const char *path);
+CUresult sim_module_open_image(sim_module *module, const void *image);
+/* Frees an unregistered module (its functions already out of the handle table). */
+void sim_module_close(sim_module *module);
+/* Lock held: the module's function `name`, made on first use; CUDA_ERROR_NOT_FOUND when
+ * the module has no such kernel. */
+CUresult sim_module_function(sim_module *module, const char *name, sim_function **out);
+/* Lock held: CU_FUNC_ATTRIBUTE_* of a function (GPU-like values; see sim_module.c). */
+CUresult sim_function_get_attribute(const sim_function *function, CUfunction_attribute attribute, CUdevice device,
+                                    int *value);
+CUresult sim_function_set_attribute(sim_function *function, CUfunction_attribute attribute, int value);
+/* A module of GPU code in the current context, from a fatbin wrapper (the 11.8 runtime's
+ * table 2 slot 6), and its unload by the same wrapper (slot 7). */
+CUresult sim_gpu_module_load(CUmodule *out, const void *image);
+void sim_gpu_module_unload_image(const void *image);
+/* Lock held: a context goes; libraries forget the storage they gave its variables (the
+ * memory itself goes with the context's). */
+void sim_library_release_context(sim_context *ctx);
+/* Lock not held: frees the storage of a module's variables (before the module closes). */
+void sim_module_free_globals(sim_module *module);
+
 /* Device-memory allocation shared by cuMemAlloc, pitch, async and pool paths. */
 CUresult sim_device_alloc(CUdeviceptr *dptr, size_t bytes, bool managed, sim_pool *pool);
 CUresult sim_device_free(CUdeviceptr dptr);
@@ -294,6 +354,20 @@ CUresult sim_device_free(CUdeviceptr dptr);
 
 /* Lock held: closes the memfd of an exported device region (before its memory goes). */
 void sim_ipc_region_gone(sim_region *region);
+
+/* ---------------------------------------------------------------- context-local storage */
+
+/* What the CUDA runtime keeps per context through export table 5 (sim_export.c): one
+ * value per key, and a destructor run when the context goes (destroy, primary-context
+ * reset, release of its last retain). NULL as the context means the current one. */
+typedef void sim_local_dtor(CUcontext ctx, void *key, void *value);
+CUresult sim_local_put(CUcontext ctx, void *key, void *value, sim_local_dtor *dtor);
+CUresult sim_local_delete(CUcontext ctx, void *key);
+/* CUDA_ERROR_NOT_FOUND for a key never put (the runtime then builds its state). */
+CUresult sim_local_get(void **value, CUcontext ctx, void *key);
+/* Lock not held: runs and forgets every destructor of the context while it is still
+ * usable (a destructor may call the driver), before its resources go. */
+void sim_local_destroy(sim_context *ctx);
 
 /* ---------------------------------------------------------------- execution */
 

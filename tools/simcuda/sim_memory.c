@@ -170,6 +170,9 @@ SIM_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch, size_t 
 SIM_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
 {
     SIM_FAIL_POINT(cuMemFree_v2);
+    /* Freeing 0 does nothing, as free(NULL): the 13.0 runtime forwards cudaFree(0). */
+    if (dptr == 0)
+        return sim_current_context(NULL);
     return sim_device_free(dptr);
 }
 

@@ -4,7 +4,12 @@
  * simcuda.h). cuModuleLoad dlopens it from a path; cuModuleLoadData copies the image
  * into a file of its own and dlopens that. GPU code (a cubin, a fatbin, PTX) is recognised and
  * refused with CUDA_ERROR_NO_BINARY_FOR_GPU, as a real driver refuses code built for
- * another architecture; anything else is CUDA_ERROR_INVALID_IMAGE. */
+ * another architecture; anything else is CUDA_ERROR_INVALID_IMAGE.
+ *
+ * A module of GPU code exists where a loader must accept it (a library, sim_library.c,
+ * and the 11.8 runtime's own loader, export table 2): its functions are the kernels the
+ * image names (sim_gpu_image.c) and have no host code, so each launch of one is refused
+ * with CUDA_ERROR_NO_BINARY_FOR_GPU, and the first says so naming the kernel. */
 #include <dlfcn.h>
 #include <elf.h>
 #include <fcntl.h>
@@ -14,6 +19,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "tools/simcuda/sim_gpu_image.h"
 #include "tools/simcuda/sim_internal.h"
 
 /* Host kernels are libraries built for the machine simcuda itself runs on. */
@@ -23,9 +29,10 @@
 #define HOST_MACHINE EM_X86_64
 #endif
 
-#define FATBIN_MAGIC      0xBA55ED50u
-#define FATBIN_WRAP_MAGIC 0x466243B1u
+#define FATBIN_MAGIC      SIM_FATBIN_MAGIC
+#define FATBIN_WRAP_MAGIC SIM_FATBIN_WRAPPER_MAGIC
 #define EM_NVIDIA_CUDA    190
+#define SIM_SHARED_PER_BLOCK 49152  /* dynamic shared memory a launch may use without opting in */
 
 /* ---------------------------------------------------------------- image recognition */
 
@@ -62,7 +69,7 @@ static image_kind classify_image(const unsigned char *bytes, size_t available, s
     return IMAGE_HOST_LIBRARY;
 }
 
-static CUresult open_library(const char *path, sim_module *module)
+CUresult sim_module_open_path(sim_module *module, const char *path)
 {
     /* RTLD_NODELETE: a kernel library may leave threads of its own (an OpenMP pool) parked
      * in its code; like a real driver, unloading a module never unmaps code. */
@@ -98,10 +105,20 @@ static CUresult module_register(CUmodule *handle, sim_module *module)
     return result;
 }
 
-static void module_close(sim_module *module)
+void sim_module_close(sim_module *module)
 {
+    /* Storage of its variables is device memory of contexts: freed before (cuLibraryUnload,
+     * the 11.8 unload) or with the context; only the bookkeeping goes here. */
+    for (struct sim_global *g = module->globals, *next; g; g = next) {
+        next = g->next;
+        free(g);
+    }
     if (module->library)
         dlclose(module->library);
+    if (module->gpu) {
+        sim_gpu_image_free(module->gpu);
+        free(module->gpu);
+    }
     for (sim_function *f = module->functions, *next; f; f = next) {
         next = f->next;
         free(f);
@@ -134,8 +151,34 @@ SIM_EXPORT CUresult cuModuleLoad(CUmodule *handle, const char *path)
     sim_module *module = calloc(1, sizeof *module);
     if (!module)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    if ((result = open_library(path, module)) != CUDA_SUCCESS || (result = module_register(handle, module)) != CUDA_SUCCESS)
-        module_close(module);
+    if ((result = sim_module_open_path(module, path)) != CUDA_SUCCESS || (result = module_register(handle, module)) != CUDA_SUCCESS)
+        sim_module_close(module);
+    return result;
+}
+
+CUresult sim_module_open_image(sim_module *module, const void *image)
+{
+    /* The caller's image has no stated length: its head is read only as far as mapped, and
+     * write() below fails cleanly (EFAULT) on a size that runs past its memory. */
+    unsigned char head[sizeof(Elf64_Ehdr)];
+    if (!sim_copy_mapped(head, image, sizeof head))
+        return CUDA_ERROR_INVALID_IMAGE;
+    size_t elf_size;
+    image_kind kind = classify_image(head, sizeof head, &elf_size);
+    if (kind == IMAGE_GPU_CODE)
+        return CUDA_ERROR_NO_BINARY_FOR_GPU;
+    if (kind != IMAGE_HOST_LIBRARY || elf_size == 0)
+        return CUDA_ERROR_INVALID_IMAGE;
+    /* The image goes to a file of its own: the dynamic loader knows libraries by path,
+     * so each loaded image needs a name no earlier one had. */
+    char path[] = "/dev/shm/simcuda-module-XXXXXX";
+    int fd = mkstemp(path);
+    if (fd < 0)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    bool written = write(fd, image, elf_size) == (ssize_t)elf_size;
+    close(fd);
+    CUresult result = written ? sim_module_open_path(module, path) : CUDA_ERROR_OUT_OF_MEMORY;
+    unlink(path);
     return result;
 }
 
@@ -146,29 +189,12 @@ static CUresult load_data(CUmodule *handle, const void *image)
     CUresult result = sim_current_context(NULL);
     if (result != CUDA_SUCCESS)
         return result;
-    size_t elf_size;
-    image_kind kind = classify_image(image, sizeof(Elf64_Ehdr), &elf_size);
-    if (kind == IMAGE_GPU_CODE)
-        return CUDA_ERROR_NO_BINARY_FOR_GPU;
-    if (kind != IMAGE_HOST_LIBRARY || elf_size == 0)
-        return CUDA_ERROR_INVALID_IMAGE;
     sim_module *module = calloc(1, sizeof *module);
     if (!module)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    /* The image goes to a file of its own: the dynamic loader knows libraries by path,
-     * so each loaded image needs a name no earlier one had. */
-    char path[] = "/dev/shm/simcuda-module-XXXXXX";
-    int fd = mkstemp(path);
-    if (fd < 0) {
-        free(module);
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    }
-    bool written = write(fd, image, elf_size) == (ssize_t)elf_size;
-    close(fd);
-    result = written ? open_library(path, module) : CUDA_ERROR_OUT_OF_MEMORY;
-    unlink(path);
-    if (result != CUDA_SUCCESS || (result = module_register(handle, module)) != CUDA_SUCCESS)
-        module_close(module);
+    if ((result = sim_module_open_image(module, image)) != CUDA_SUCCESS ||
+        (result = module_register(handle, module)) != CUDA_SUCCESS)
+        sim_module_close(module);
     return result;
 }
 
@@ -194,6 +220,61 @@ SIM_EXPORT CUresult cuModuleLoadFatBinary(CUmodule *handle, const void *image)
     return load_data(handle, image);
 }
 
+CUresult sim_gpu_module_load(CUmodule *handle, const void *image)
+{
+    if (!handle || !image)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult result = sim_current_context(NULL);
+    if (result != CUDA_SUCCESS)
+        return result;
+    sim_module *module = calloc(1, sizeof *module);
+    sim_gpu_image *gpu = calloc(1, sizeof *gpu);
+    char why[160];
+    if (!module || !gpu) {
+        free(module);
+        free(gpu);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    if (sim_gpu_image_read(image, 0, gpu, why, sizeof why) != 0) {
+        sim_log("module load of %p: %s (returns CUDA_ERROR_INVALID_IMAGE)", image, why);
+        free(gpu);
+        free(module);
+        return CUDA_ERROR_INVALID_IMAGE;
+    }
+    module->gpu = gpu;
+    module->source = image;
+    if ((result = module_register(handle, module)) != CUDA_SUCCESS)
+        sim_module_close(module);
+    return result;
+}
+
+void sim_gpu_module_unload_image(const void *image)
+{
+    sim_lock();
+    sim_context *ctx = NULL;
+    sim_module *module = NULL;
+    if (sim_current_context_locked(&ctx) == CUDA_SUCCESS) {
+        sim_object *object, *next;
+        HASH_ITER(hh, sim.objects, object, next) {
+            sim_module *m = (sim_module *)object;
+            if (object->kind == SIM_MODULE && m->ctx == ctx && m->gpu && m->source == image && !m->owner) {
+                module = m;
+                break;
+            }
+        }
+    }
+    if (module) {
+        for (sim_function *f = module->functions; f; f = f->next)
+            sim_object_remove(&f->obj);
+        sim_object_remove(&module->obj);
+    }
+    sim_unlock();
+    if (module) {
+        sim_module_free_globals(module);
+        sim_module_close(module);
+    }
+}
+
 SIM_EXPORT CUresult cuModuleUnload(CUmodule handle)
 {
     SIM_FAIL_POINT(cuModuleUnload);
@@ -202,7 +283,8 @@ SIM_EXPORT CUresult cuModuleUnload(CUmodule handle)
         return result;
     sim_lock();
     sim_module *module = sim_object_find(handle, SIM_MODULE);
-    if (module) {
+    bool owned = module && module->owner;
+    if (module && !owned) {
         for (sim_function *f = module->functions; f; f = f->next)
             sim_object_remove(&f->obj);
         sim_object_remove(&module->obj);
@@ -210,7 +292,13 @@ SIM_EXPORT CUresult cuModuleUnload(CUmodule handle)
     sim_unlock();
     if (!module)
         return CUDA_ERROR_INVALID_HANDLE;
-    module_close(module);
+    if (owned) {
+        sim_log("cuModuleUnload: module %p belongs to a library; cuLibraryUnload unloads it "
+                "(returns CUDA_ERROR_NOT_PERMITTED)", (void *)handle);
+        return CUDA_ERROR_NOT_PERMITTED;
+    }
+    sim_module_free_globals(module);
+    sim_module_close(module);
     return CUDA_SUCCESS;
 }
 
@@ -225,36 +313,51 @@ SIM_EXPORT CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule handle, cons
     sim_lock();
     sim_module *module = sim_object_find(handle, SIM_MODULE);
     sim_function *function = NULL;
-    if (!module) {
+    if (!module)
         result = CUDA_ERROR_INVALID_HANDLE;
-    } else {
-        for (function = module->functions; function; function = function->next)
-            if (strcmp(function->name, name) == 0)
-                break;
-        if (!function) {
-            simcuda_kernel_fn *entry = (simcuda_kernel_fn *)dlsym(module->library, name);
-            size_t length = strlen(name);
-            if (!entry)
-                result = CUDA_ERROR_NOT_FOUND;
-            else if (!(function = calloc(1, sizeof *function + length + 1)))
-                result = CUDA_ERROR_OUT_OF_MEMORY;
-            else {
-                char symbol[512];
-                snprintf(symbol, sizeof symbol, "simcuda_params_%s", name);
-                function->module = module;
-                function->entry = entry;
-                function->params = module->abi >= 2 ? dlsym(module->library, symbol) : NULL;
-                memcpy(function->name, name, length + 1);
-                function->next = module->functions;
-                module->functions = function;
-                sim_object_add(&function->obj, SIM_FUNCTION);
-            }
-        }
-    }
-    if (function)
+    else
+        result = sim_module_function(module, name, &function);
+    if (result == CUDA_SUCCESS)
         *hfunc = (CUfunction)function;
     sim_unlock();
     return result;
+}
+
+/* Host code: the exported symbol `name` (and its SIMCUDA_KERNEL_PARAMS). GPU code: a
+ * function with no entry for every kernel the image names, refused at launch. */
+CUresult sim_module_function(sim_module *module, const char *name, sim_function **out)
+{
+    sim_function *function;
+    for (function = module->functions; function; function = function->next)
+        if (strcmp(function->name, name) == 0) {
+            *out = function;
+            return CUDA_SUCCESS;
+        }
+    simcuda_kernel_fn *entry = NULL;
+    if (module->library) {
+        if (!(entry = (simcuda_kernel_fn *)dlsym(module->library, name)))
+            return CUDA_ERROR_NOT_FOUND;
+    } else if (!module->gpu || !sim_gpu_image_has(module->gpu, name)) {
+        return CUDA_ERROR_NOT_FOUND;
+    }
+    size_t length = strlen(name);
+    if (!(function = calloc(1, sizeof *function + length + 1)))
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    function->module = module;
+    function->entry = entry;
+    function->max_dynamic_shared = SIM_SHARED_PER_BLOCK;
+    function->carveout = -1;
+    if (entry && module->abi >= 2) {
+        char symbol[512];
+        snprintf(symbol, sizeof symbol, "simcuda_params_%s", name);
+        function->params = dlsym(module->library, symbol);
+    }
+    memcpy(function->name, name, length + 1);
+    function->next = module->functions;
+    module->functions = function;
+    sim_object_add(&function->obj, SIM_FUNCTION);
+    *out = function;
+    return CUDA_SUCCESS;
 }
 
 void sim_module_release_context(sim_context *ctx)
@@ -275,13 +378,59 @@ void sim_module_release_context(sim_context *ctx)
         doomed = module->unload_next;
         for (sim_function *f = module->functions; f; f = f->next)
             sim_object_remove(&f->obj);
-        module_close(module);
+        sim_module_close(module);
     }
 }
 
 /* ---------------------------------------------------------------- function attributes */
 
 #define SIM_STATIC_SHARED_OPTIN 232448
+
+/* What a GPU reports for a small kernel of a device of this compute capability: simcuda
+ * runs no device code, so registers and static memory are fixed, plausible figures. */
+CUresult sim_function_get_attribute(const sim_function *function, CUfunction_attribute attribute, CUdevice device,
+                                    int *value)
+{
+    int major = 0, minor = 0;
+    cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device);
+    cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device);
+    switch (attribute) {
+    case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *value = 1024; break;
+    case CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES: *value = 0; break;
+    case CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES: *value = 0; break;
+    case CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES: *value = 0; break;
+    case CU_FUNC_ATTRIBUTE_NUM_REGS: *value = 32; break;
+    case CU_FUNC_ATTRIBUTE_PTX_VERSION:
+    case CU_FUNC_ATTRIBUTE_BINARY_VERSION: *value = major * 10 + minor; break;
+    case CU_FUNC_ATTRIBUTE_CACHE_MODE_CA: *value = 0; break;
+    case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: *value = function->max_dynamic_shared; break;
+    case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT: *value = function->carveout; break;
+    case CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET:
+    case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH:
+    case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT:
+    case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH:
+    case CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED:
+    case CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE: *value = 0; break;
+    default: return CUDA_ERROR_INVALID_VALUE;
+    }
+    return CUDA_SUCCESS;
+}
+
+CUresult sim_function_set_attribute(sim_function *function, CUfunction_attribute attribute, int value)
+{
+    if (attribute == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) {
+        if (value < 0 || value > SIM_STATIC_SHARED_OPTIN)
+            return CUDA_ERROR_INVALID_VALUE;
+        function->max_dynamic_shared = value;
+    } else if (attribute == CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT) {
+        if (value < -1 || value > 100)
+            return CUDA_ERROR_INVALID_VALUE;
+        function->carveout = value;
+    } else {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    return CUDA_SUCCESS;
+}
 
 SIM_EXPORT CUresult cuFuncSetAttribute(CUfunction handle, CUfunction_attribute attribute, int value)
 {
@@ -291,16 +440,7 @@ SIM_EXPORT CUresult cuFuncSetAttribute(CUfunction handle, CUfunction_attribute a
         return result;
     sim_lock();
     sim_function *function = sim_object_find(handle, SIM_FUNCTION);
-    if (!function)
-        result = CUDA_ERROR_INVALID_HANDLE;
-    else if (attribute == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) {
-        if (value < 0 || value > SIM_STATIC_SHARED_OPTIN)
-            result = CUDA_ERROR_INVALID_VALUE;
-        else
-            function->max_dynamic_shared = value;
-    } else if (attribute != CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT) {
-        result = CUDA_ERROR_INVALID_VALUE;
-    }
+    result = function ? sim_function_set_attribute(function, attribute, value) : CUDA_ERROR_INVALID_HANDLE;
     sim_unlock();
     return result;
 }
@@ -315,17 +455,15 @@ SIM_EXPORT CUresult cuFuncGetAttribute(int *value, CUfunction_attribute attribut
         return result;
     sim_lock();
     sim_function *function = sim_object_find(handle, SIM_FUNCTION);
-    if (!function) {
-        result = CUDA_ERROR_INVALID_HANDLE;
-    } else {
-        switch (attribute) {
-        case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *value = 1024; break;
-        case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: *value = function->max_dynamic_shared; break;
-        case CU_FUNC_ATTRIBUTE_PTX_VERSION:
-        case CU_FUNC_ATTRIBUTE_BINARY_VERSION: *value = 90; break;
-        default: *value = 0; break;
-        }
-    }
+    sim_context *current = NULL;
+    /* The device of the function's context, else the current one's (a library kernel). */
+    CUdevice device = 0;
+    if (function && function->module->ctx)
+        device = function->module->ctx->device;
+    else if (sim_current_context_locked(&current) == CUDA_SUCCESS)
+        device = current->device;
+    result = function ? sim_function_get_attribute(function, attribute, device, value)
+                      : CUDA_ERROR_INVALID_HANDLE;
     sim_unlock();
     return result;
 }
@@ -371,6 +509,23 @@ SIM_EXPORT CUresult cuFuncGetParamInfo(CUfunction handle, size_t index, size_t *
 
 /* ---------------------------------------------------------------- launches */
 
+typedef char *demangle_fn(const char *mangled, char *buffer, size_t *length, int *status);
+
+/* Once per kernel of GPU code: its name, demangled where the C++ runtime is loaded
+ * (programs built with nvcc link it), and why it does not run. */
+static void say_no_host_code(const char *name)
+{
+    demangle_fn *demangle = (demangle_fn *)dlsym(RTLD_DEFAULT, "__cxa_demangle");
+    int status = -1;
+    char *readable = demangle && strncmp(name, "_Z", 2) == 0 ? demangle(name, NULL, NULL, &status) : NULL;
+    if (readable && status == 0)
+        sim_log("kernel %s (%s) has no host code: GPU code cannot run here (CUDA_ERROR_NO_BINARY_FOR_GPU)", name,
+                readable);
+    else
+        sim_log("kernel %s has no host code: GPU code cannot run here (CUDA_ERROR_NO_BINARY_FOR_GPU)", name);
+    free(readable);
+}
+
 static CUresult launch_kernel(CUfunction handle, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                               unsigned bz, unsigned shared_bytes, CUstream stream_handle, void **params,
                               void **extra)
@@ -382,8 +537,6 @@ static CUresult launch_kernel(CUfunction handle, unsigned gx, unsigned gy, unsig
         return CUDA_ERROR_INVALID_VALUE;
     if (params && extra)
         return CUDA_ERROR_INVALID_VALUE;
-    if (extra)
-        return sim_not_supported("cuLaunchKernel with the `extra` argument buffer");
     sim_lock();
     sim_stream *stream = NULL;
     CUresult result = sim_current_context_locked(NULL);
@@ -395,16 +548,29 @@ static CUresult launch_kernel(CUfunction handle, unsigned gx, unsigned gy, unsig
     }
     if (result == CUDA_SUCCESS)
         result = sim_stream_resolve(stream_handle, &stream);
-    if (result == CUDA_SUCCESS && shared_bytes > 49152 && (int)shared_bytes > function->max_dynamic_shared)
+    if (result == CUDA_SUCCESS && shared_bytes > SIM_SHARED_PER_BLOCK && (int)shared_bytes > function->max_dynamic_shared)
         result = CUDA_ERROR_INVALID_VALUE;
+    bool say_refused = false;
+    if (result == CUDA_SUCCESS && !function->entry) {
+        result = CUDA_ERROR_NO_BINARY_FOR_GPU;
+        say_refused = !function->refusal_logged;
+        function->refusal_logged = true;
+    }
+    char refused_name[512];
+    if (say_refused)
+        snprintf(refused_name, sizeof refused_name, "%s", function->name);
     simcuda_kernel_fn *entry = function ? function->entry : NULL;
     const char *name = function ? function->name : NULL;
     const simcuda_params *table = function ? function->params : NULL;
     int abi = function ? function->module->abi : 1;
     uint64_t number = result == CUDA_SUCCESS ? ++sim.launches : 0;
     sim_unlock();
+    if (say_refused)
+        say_no_host_code(refused_name);
     if (result != CUDA_SUCCESS)
         return result;
+    if (extra)
+        return sim_not_supported("cuLaunchKernel with the `extra` argument buffer");
     sim_hold_launch(number);
     simcuda_launch launch = {
         .grid = { gx, gy, gz },
@@ -429,4 +595,39 @@ SIM_EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, 
 {
     SIM_FAIL_POINT(cuLaunchKernel_ptsz);
     return launch_kernel(f, gx, gy, gz, bx, by, bz, shared_bytes, stream, params, extra);
+}
+
+/* cuLaunchKernelEx: the launch of cuLaunchKernel plus attributes. simcuda runs a stream's
+ * work in order, so the attributes that relax ordering or shape scheduling (programmatic
+ * dependent launch, clusters, priorities) change no result here and are accepted. */
+static CUresult launch_kernel_ex(const CUlaunchConfig *config, CUfunction f, void **params, void **extra)
+{
+    if (!config || (config->numAttrs > 0 && !config->attrs))
+        return CUDA_ERROR_INVALID_VALUE;
+    return launch_kernel(f, config->gridDimX, config->gridDimY, config->gridDimZ, config->blockDimX,
+                         config->blockDimY, config->blockDimZ, config->sharedMemBytes, config->hStream, params, extra);
+}
+
+#undef cuLaunchKernelEx
+SIM_EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **params, void **extra)
+{
+    SIM_FAIL_POINT(cuLaunchKernelEx);
+    return launch_kernel_ex(config, f, params, extra);
+}
+
+SIM_EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f, void **params, void **extra)
+{
+    SIM_FAIL_POINT(cuLaunchKernelEx_ptsz);
+    return launch_kernel_ex(config, f, params, extra);
+}
+
+/* Lazy, as the driver is by default since CUDA 12.2: the runtime then loads each fatbin
+ * at its first launch (cuLibraryLoadData). */
+SIM_EXPORT CUresult cuModuleGetLoadingMode(CUmoduleLoadingMode *mode)
+{
+    SIM_FAIL_POINT(cuModuleGetLoadingMode);
+    if (!mode)
+        return CUDA_ERROR_INVALID_VALUE;
+    *mode = CU_MODULE_LAZY_LOADING;
+    return CUDA_SUCCESS;
 }

@@ -346,6 +346,10 @@ CUresult sim_config_load(sim_config *config)
                 "file whose creation lets it run, under 256 bytes; e.g. 1:/tmp/go)", value);
         return CUDA_ERROR_INVALID_VALUE;
     }
+    if (!sim_export_trace_parse(getenv("SIMCUDA_EXPORT_TRACE"), &config->export_trace)) {
+        sim_log("SIMCUDA_EXPORT_TRACE='%s' is not 0, 1 or traps", getenv("SIMCUDA_EXPORT_TRACE"));
+        return CUDA_ERROR_INVALID_VALUE;
+    }
     if ((value = getenv("SIMCUDA_LOG")) && *value) {
         if (strcmp(value, "info") == 0)
             config->log_level = 1;
@@ -355,6 +359,36 @@ CUresult sim_config_load(sim_config *config)
         }
     }
     return load_uvm_config(&config->uvm);
+}
+
+bool sim_export_trace_parse(const char *value, int *level)
+{
+    *level = SIM_EXPORT_TRACE_OFF;
+    if (!value || !*value || strcmp(value, "0") == 0)
+        return true;
+    if (strcmp(value, "1") == 0)
+        *level = SIM_EXPORT_TRACE_LOG;
+    else if (strcmp(value, "traps") == 0)
+        *level = SIM_EXPORT_TRACE_TRAPS;
+    else
+        return false;
+    return true;
+}
+
+/* The runtime asks for export tables before cuInit loads the configuration, so the
+ * setting is read on its own, once (a bad value is reported by cuInit). */
+static int export_trace_level;
+static void export_trace_read(void)
+{
+    if (!sim_export_trace_parse(getenv("SIMCUDA_EXPORT_TRACE"), &export_trace_level))
+        export_trace_level = SIM_EXPORT_TRACE_OFF;
+}
+
+int sim_export_trace(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, export_trace_read);
+    return export_trace_level;
 }
 
 bool sim_config_numa_node_ok(const sim_config *config, int node)
