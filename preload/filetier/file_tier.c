@@ -46,7 +46,7 @@ static tm_device *tier_device;
 static uint64_t epoch;             /* drops so far */
 static uint64_t clock_now;         /* launches that needed file-backed chunks, and fills */
 
-/* Guarded by file_lock (taken after the migration lock when both are held). */
+/* Guarded by file_lock (taken after the remap lock when both are held). */
 static pthread_mutex_t file_lock = PTHREAD_MUTEX_INITIALIZER;
 static tm_file_chunks **tracked;   /* [tracked_count] allocations with qualifying chunks */
 static size_t tracked_count, tracked_capacity;
@@ -311,7 +311,7 @@ static bool victim(uint64_t before, tm_file_chunks **which, uint64_t *index)
     return found;
 }
 
-/* Drops up to `want` chunks not needed since `before`. Called with the migration lock;
+/* Drops up to `want` chunks not needed since `before`. Called with the remap lock;
  * closes the gate and drains the context first. */
 static uint64_t drop_chunks(uint64_t want, uint64_t before)
 {
@@ -389,7 +389,7 @@ static bool take_chunk(tm_device *d, uint64_t before, CUmemGenericAllocationHand
     return false;
 }
 
-/* Reads back chunk `index` of `a`. Called with the migration lock. */
+/* Reads back chunk `index` of `a`. Called with the remap lock. */
 static CUresult read_back(tm_device *d, tm_alloc *a, uint64_t index, uint64_t before)
 {
     tm_backing *b = a->backing;

@@ -82,7 +82,7 @@ void tm_ipc_device_set_up(tm_device *device)
 /* ---------------------------------------------------------------- the allocations */
 
 typedef struct alloc_facts {
-    tm_alloc *alloc;            /* valid only while the migration lock is held */
+    tm_alloc *alloc;            /* valid only while the remap lock is held */
     uint64_t id;
     bool exportable;
 } alloc_facts;

@@ -41,7 +41,7 @@ typedef struct tm_alloc {
                              * migration lock) */
     bool graph_pinned;      /* a launch captured into a CUDA graph points into it: the file
                              * tier never drops its chunks, since a replay's parameters are
-                             * never seen (set under the migration lock) */
+                             * never seen (set under the remap lock) */
 } tm_alloc;
 
 /* ---------------------------------------------------------------- events */

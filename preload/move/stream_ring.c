@@ -52,7 +52,7 @@ typedef struct ref {
 } ref;
 
 static struct {
-    pthread_mutex_t lock;          /* taken after the migration lock */
+    pthread_mutex_t lock;          /* taken after the remap lock */
     tm_device *device;
     uint64_t chunk;
     bool have_slots;               /* the chunks were taken at start */

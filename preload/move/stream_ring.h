@@ -24,7 +24,7 @@
  * such slot it is read in place, as without the ring.
  *
  * Remaps, the rebalancer's migrations and releases of chunked memory exclude one another
- * with the migration lock; a launch that references streamed chunks holds it from before
+ * with the remap lock; a launch that references streamed chunks holds it from before
  * its remaps until its events are recorded. A driver error stops streaming for the run,
  * with every chunk mapped back to its own backing, and one warning line. */
 #ifndef TM_PRELOAD_STREAM_RING_H
