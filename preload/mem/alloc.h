@@ -38,7 +38,7 @@ typedef struct tm_alloc {
     tm_file_chunks *file;   /* chunked: the file tier's view of its chunks (file_tier.h), or NULL */
     bool ipc_pinned;        /* exported with cuIpcGetMemHandle: its chunks never move, so
                              * importers keep seeing the same memory (set under the
-                             * migration lock) */
+                             * remap lock) */
     bool graph_pinned;      /* a launch captured into a CUDA graph points into it: the file
                              * tier never drops its chunks, since a replay's parameters are
                              * never seen (set under the remap lock) */
