@@ -25,10 +25,13 @@ DESTDIR     ?=
 CUDA_HOME   ?= /usr/local/cuda
 NVCC        ?= $(CUDA_HOME)/bin/nvcc
 
+# The release every program reports (--version) and the pkg-config file states.
+TIERMEM_VERSION := 1.0
+
 CC          ?= gcc
 OPT         ?= -O2
 WARN        := -Wall -Wextra -Werror
-CPPFLAGS    += -D_GNU_SOURCE -I.
+CPPFLAGS    += -D_GNU_SOURCE -I. -DTM_VERSION='"$(TIERMEM_VERSION)"'
 CFLAGS      := -std=gnu11 $(OPT) -g -fPIC $(WARN) $(EXTRA_CFLAGS)
 LDFLAGS     += -Wl,--as-needed
 ifeq ($(SAN),1)

@@ -32,12 +32,14 @@ static int run_turn(tm_model *m, const tokenizer *tok, chat_template t, chat_mes
     int rc = -1;
     if (!ids || tokenizer_encode_special(tok, text, bos, ids, n_ids) != n_ids) {
         tm_fail(m->err, sizeof m->err, "out of host memory");
-    } else if (n_ids + gen->n_predict > max_positions) {
+    } else if (gen->n_predict < 0 ? n_ids >= max_positions : n_ids + gen->n_predict > max_positions) {
         tm_fail(m->err, sizeof m->err, "the conversation has %lld tokens; with -n %d it passes the context of %d "
                 "(--ctx)", (long long)n_ids, gen->n_predict, max_positions);
     } else {
         char *empty = "";
         generate_options o = *gen;
+        if (o.n_predict < 0) /* -n -1: the turn ends at its end, or where the context does */
+            o.n_predict = (int32_t)(max_positions - n_ids);
         o.prompts = &empty, o.n_prompts = 1, o.stream = true, o.texts = reply;
         int32_t n32 = (int32_t)n_ids;
         generate_stats st;

@@ -2,6 +2,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
+#include <netdb.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +27,11 @@
 #define TM_STR_(x) #x
 #define TM_XSTR(x) TM_STR_(x)
 
+/* Single-dash long options llama.cpp's tools take, spelled here as getopt_long reads them. */
+static const char *const llama_spellings[][2] = {
+    {"-ngl", "--n-gpu-layers"},
+};
+
 typedef struct cli_options {
     const char *model_path, *prompt, *prompts_file, *dump_logits, *driver;
     int32_t n_predict, top_k, block_size, ctx, threads;
@@ -42,8 +48,10 @@ typedef struct cli_options {
     bool chat;              /* --chat: a conversation in the model's chat template */
     const char *force_ids;  /* --force-ids: teacher forcing */
     const char *n_list;     /* -n N,N,...: one count per prompt (n_predict is the largest) */
+    bool until_end;         /* -n -1: each prompt generates until its end of sequence or the context */
     tm_load_method load;    /* --load: how the weights are read */
     int32_t warmup;         /* --warmup: decode steps left out of the decode figures */
+    char host_numeric[INET6_ADDRSTRLEN]; /* --host as the address it names */
 } cli_options;
 
 static void usage(FILE *f)
@@ -53,21 +61,24 @@ static void usage(FILE *f)
         "       tiermem-llm serve -m MODEL.gguf [--host ADDR] [--port N] [options]\n"
         "       tiermem-llm --tokenize -m MODEL.gguf -p TEXT [--no-bos]   (token ids, one line)\n"
         "       tiermem-llm --chat -m MODEL.gguf [-p MESSAGE] [options]   (turns from stdin, or one)\n"
-        "  -n N                      tokens to generate per prompt (default 64); N,N,... gives\n"
-        "                            each prompt of --prompts-file its own count\n"
+        "  -n N                      tokens to generate per prompt (default 64); -1: until the end of\n"
+        "                            sequence or of the context; N,N,... gives each prompt of\n"
+        "                            --prompts-file its own count\n"
         "  --temp T                  temperature; 0 is greedy (default 0)\n"
         "  --top-k K                 sample among the K most likely (default 40; 0: all)\n"
         "  --top-p P                 nucleus sampling mass (default 0.95)\n"
-        "  --seed S                  sampling seed (default 1)\n"
+        "  -s, --seed S              sampling seed (default 1)\n"
         "  --kv-dtype D              f32, f16, fp8_e4m3 (default) or fp8_e5m2\n"
         "  --block-size B            tokens per KV block (default 16)\n"
         "  --kv-blocks N             KV pool of exactly N blocks (default: sized from free memory,\n"
         "                            at most what the prompts and -n need)\n"
         "  --gpu-memory-utilization F  fraction of free device memory for the KV pool, uncapped\n"
         "                            (default 0.9, capped at what the run needs)\n"
-        "  --ctx N                   context length per sequence (default: the prompt and -n)\n"
+        "  -c, --ctx-size, --ctx N   context length per sequence (default: the prompt and -n)\n"
         "  --prompts-file F          one prompt per line, run as concurrent sequences\n"
-        "  --threads N               CPU threads of the host kernels (simcuda)\n"
+        "  -t, --threads N           CPU threads of the host kernels (simcuda)\n"
+        "  -ngl, --n-gpu-layers N    accepted for llama.cpp's command lines: every layer runs on the\n"
+        "                            device (tiermem places what does not fit in the lower tiers)\n"
         "  --dump-logits FILE        write every step's logits: \"step seq logit0 logit1 ...\"\n"
         "  --force-ids \"I J ...\"     teacher forcing: take these tokens instead of the sampled ones\n"
         "  --warmup N                leave the first N decode steps out of the decode figures\n"
@@ -76,14 +87,37 @@ static void usage(FILE *f)
         "  --load M                  read the weights with uring, pread or mmap (default auto: uring,\n"
         "                            else pread)\n"
         "  -v                        more detail on stderr (device, ids)\n"
+        "  --version                 the version, and stop\n"
         "serve (an OpenAI-compatible server; the model and KV options above apply):\n"
-        "  --host ADDR               numeric address to listen on (default 127.0.0.1: this machine only)\n"
+        "  --host ADDR               address or host name to listen on (default 127.0.0.1: this\n"
+        "                            machine only)\n"
         "  --port N                  TCP port (default 8080; 0: any free port, printed)\n"
         "  --api-key KEY             require \"Authorization: Bearer KEY\" on /v1/ endpoints\n"
+        "  --alias, --served-model-name NAME  the model's id in /v1/models and in answers (default:\n"
+        "                            the file's name)\n"
         "  --max-batch N             sequences decoded together (default 64)\n"
         "  --max-queue N             requests waiting for the batch; more get 429 (default 256)\n"
         "  --prefill-chunk N         prompt tokens prefilled per step (default 128)\n"
         "  --grace S                 seconds in-flight requests get after SIGTERM (default 30)\n");
+}
+
+/* --host: a numeric address, or a name resolved to the first address it has; `out` gets it
+ * in numeric form. */
+static int resolve_host(const char *host, char *out, size_t len)
+{
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE};
+    struct addrinfo *found = NULL;
+    int rc = getaddrinfo(host, NULL, &hints, &found);
+    if (rc == 0 && found)
+        rc = getnameinfo(found->ai_addr, found->ai_addrlen, out, (socklen_t)len, NULL, 0, NI_NUMERICHOST);
+    if (found)
+        freeaddrinfo(found);
+    if (rc != 0) {
+        fprintf(stderr, "error: --host '%s' is no address and no host name this machine knows (%s)\n", host,
+                gai_strerror(rc));
+        return -1;
+    }
+    return 0;
 }
 
 static int parse_long(const char *opt, const char *s, long long lo, long long hi, long long *out)
@@ -149,23 +183,30 @@ static int parse_args(int argc, char **argv, cli_options *o)
         argv++;
     }
     enum { O_TEMP = 256, O_TOPK, O_TOPP, O_SEED, O_KVD, O_BS, O_CTX, O_PF, O_THR, O_DUMP, O_DRV, O_KVB, O_UTIL,
-           O_HOST, O_PORT, O_KEY, O_BATCH, O_QUEUE, O_CHUNK, O_GRACE, O_TOK, O_NOBOS, O_CHAT, O_FORCE, O_LOAD, O_WARM };
+           O_HOST, O_PORT, O_KEY, O_BATCH, O_QUEUE, O_CHUNK, O_GRACE, O_ALIAS, O_TOK, O_NOBOS, O_CHAT, O_FORCE, O_LOAD,
+           O_WARM, O_NGL, O_VERSION };
     static const struct option opts[] = {
         {"model", 1, 0, 'm'}, {"prompt", 1, 0, 'p'}, {"temp", 1, 0, O_TEMP}, {"top-k", 1, 0, O_TOPK},
         {"top-p", 1, 0, O_TOPP}, {"seed", 1, 0, O_SEED}, {"kv-dtype", 1, 0, O_KVD}, {"block-size", 1, 0, O_BS},
-        {"ctx", 1, 0, O_CTX}, {"prompts-file", 1, 0, O_PF}, {"threads", 1, 0, O_THR},
+        {"ctx", 1, 0, O_CTX}, {"ctx-size", 1, 0, O_CTX}, {"prompts-file", 1, 0, O_PF}, {"threads", 1, 0, O_THR},
         {"dump-logits", 1, 0, O_DUMP}, {"driver", 1, 0, O_DRV}, {"kv-blocks", 1, 0, O_KVB},
         {"gpu-memory-utilization", 1, 0, O_UTIL}, {"host", 1, 0, O_HOST}, {"port", 1, 0, O_PORT},
         {"api-key", 1, 0, O_KEY}, {"max-batch", 1, 0, O_BATCH}, {"max-queue", 1, 0, O_QUEUE},
-        {"prefill-chunk", 1, 0, O_CHUNK}, {"grace", 1, 0, O_GRACE}, {"tokenize", 0, 0, O_TOK}, {"no-bos", 0, 0, O_NOBOS},
+        {"prefill-chunk", 1, 0, O_CHUNK}, {"grace", 1, 0, O_GRACE}, {"alias", 1, 0, O_ALIAS},
+        {"served-model-name", 1, 0, O_ALIAS}, {"tokenize", 0, 0, O_TOK}, {"no-bos", 0, 0, O_NOBOS},
         {"chat", 0, 0, O_CHAT}, {"force-ids", 1, 0, O_FORCE}, {"load", 1, 0, O_LOAD},
-        {"warmup", 1, 0, O_WARM}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+        {"warmup", 1, 0, O_WARM}, {"n-gpu-layers", 1, 0, O_NGL}, {"gpu-layers", 1, 0, O_NGL},
+        {"version", 0, 0, O_VERSION}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+    for (int i = 1; i < argc; i++)
+        for (size_t k = 0; k < sizeof llama_spellings / sizeof *llama_spellings; k++)
+            if (!strcmp(argv[i], llama_spellings[k][0]))
+                argv[i] = (char *)llama_spellings[k][1];
     int c;
     long long v;
     double d;
     const char *serve_only = NULL; /* a serve option given to a one-shot run */
-    while ((c = getopt_long(argc, argv, "m:p:n:vh", opts, NULL)) != -1) {
-        for (const struct option *op = opts; c >= O_HOST && c <= O_GRACE && !o->serve && op->name; op++)
+    while ((c = getopt_long(argc, argv, "m:p:n:c:t:s:vh", opts, NULL)) != -1) {
+        for (const struct option *op = opts; c >= O_HOST && c <= O_ALIAS && !o->serve && op->name; op++)
             if (op->val == c) serve_only = op->name;
         switch (c) {
         case 'm': o->model_path = optarg; break;
@@ -175,14 +216,16 @@ static int parse_args(int argc, char **argv, cli_options *o)
             if (o->n_list) {
                 if (parse_n_list(optarg, NULL, 0, &o->n_predict) < 0) return -1;
             } else {
-                if (parse_long("-n", optarg, 0, 1 << 24, &v)) return -1;
-                o->n_predict = (int32_t)v;
+                if (parse_long("-n", optarg, -1, 1 << 24, &v)) return -1;
+                o->until_end = v == -1;
+                o->n_predict = o->until_end ? 0 : (int32_t)v; /* set from the context once it is known */
             }
             break;
         case 'v': o->verbose = true; break;
         case O_TEMP: if (parse_double("--temp", optarg, 0, 100, &d)) return -1; o->temperature = (float)d; break;
         case O_TOPK: if (parse_long("--top-k", optarg, 0, INT32_MAX, &v)) return -1; o->top_k = (int32_t)v; break;
         case O_TOPP: if (parse_double("--top-p", optarg, 0, 1, &d)) return -1; o->top_p = (float)d; break;
+        case 's':
         case O_SEED: if (parse_long("--seed", optarg, 0, INT64_MAX, &v)) return -1; o->seed = (uint64_t)v; break;
         case O_KVD:
             if (kv_dtype_parse(optarg, &o->kv_dtype)) {
@@ -191,8 +234,10 @@ static int parse_args(int argc, char **argv, cli_options *o)
             }
             break;
         case O_BS: if (parse_long("--block-size", optarg, 1, 4096, &v)) return -1; o->block_size = (int32_t)v; break;
+        case 'c':
         case O_CTX: if (parse_long("--ctx", optarg, 1, 1 << 24, &v)) return -1; o->ctx = (int32_t)v; break;
         case O_PF: o->prompts_file = optarg; break;
+        case 't':
         case O_THR: if (parse_long("--threads", optarg, 1, 4096, &v)) return -1; o->threads = (int32_t)v; break;
         case O_DUMP: o->dump_logits = optarg; break;
         case O_DRV: o->driver = optarg; break;
@@ -205,6 +250,19 @@ static int parse_args(int argc, char **argv, cli_options *o)
         case O_HOST: o->so.host = optarg; break;
         case O_PORT: if (parse_long("--port", optarg, 0, 65535, &v)) return -1; o->so.port = (int32_t)v; break;
         case O_KEY: o->so.api_key = optarg; break;
+        case O_ALIAS:
+            if (!*optarg) {
+                fprintf(stderr, "error: --alias (--served-model-name) must not be empty\n");
+                return -1;
+            }
+            o->so.model_name = optarg;
+            break;
+        case O_NGL:
+            if (parse_long("--n-gpu-layers", optarg, -1, INT32_MAX, &v)) return -1;
+            fprintf(stderr, "note: -ngl/--n-gpu-layers %lld is accepted and has no effect: every layer runs on the "
+                    "device, and what does not fit in its memory is placed in lower tiers by libtiermem.so\n", v);
+            break;
+        case O_VERSION: printf("tiermem-llm %s\n", TM_VERSION); exit(0);
         case O_BATCH: if (parse_long("--max-batch", optarg, 1, 4096, &v)) return -1; o->so.max_batch = (int32_t)v; break;
         case O_QUEUE: if (parse_long("--max-queue", optarg, 1, 1 << 20, &v)) return -1; o->so.max_queue = (int32_t)v; break;
         case O_CHUNK:
@@ -234,7 +292,11 @@ static int parse_args(int argc, char **argv, cli_options *o)
         fprintf(stderr, "error: --%s is an option of 'tiermem-llm serve'\n", serve_only);
         return -1;
     }
-    if (o->warmup && o->warmup >= o->n_predict) {
+    if (o->until_end && (o->serve || o->n_list)) {
+        fprintf(stderr, "error: -n -1 (until the end of sequence) is for one-shot runs and chats\n");
+        return -1;
+    }
+    if (o->warmup && !o->until_end && o->warmup >= o->n_predict) {
         fprintf(stderr, "error: --warmup %d leaves no decode step of -n %d to measure\n", o->warmup, o->n_predict);
         return -1;
     }
@@ -247,17 +309,15 @@ static int parse_args(int argc, char **argv, cli_options *o)
             fprintf(stderr, "error: serve takes -m MODEL and no -p or --prompts-file (prompts come over HTTP)\n");
             return -1;
         }
-        struct in6_addr addr;
-        if (inet_pton(AF_INET, o->so.host, &addr) != 1 && inet_pton(AF_INET6, o->so.host, &addr) != 1) {
-            fprintf(stderr, "error: --host expects a numeric IPv4 or IPv6 address, got '%s'\n", o->so.host);
-            return -1;
-        }
+        if (resolve_host(o->so.host, o->host_numeric, sizeof o->host_numeric)) return -1;
+        o->so.host = o->host_numeric;
         if (o->so.api_key && !*o->so.api_key) {
             fprintf(stderr, "error: --api-key must not be empty\n");
             return -1;
         }
         const char *slash = strrchr(o->model_path, '/');
-        o->so.model_name = slash ? slash + 1 : o->model_path;
+        if (!o->so.model_name)
+            o->so.model_name = slash ? slash + 1 : o->model_path;
         o->so.verbose = o->verbose;
         return 0;
     }
@@ -378,6 +438,17 @@ int main(int argc, char **argv)
     }
     /* what depends on the context is sized for this run: the longest prompt and -n (or --ctx) */
     int32_t limit = o.ctx ? o.ctx : cfg.ctx_train, longest = 0, ctx = o.ctx;
+    if (o.until_end && !o.chat) { /* -n -1: each prompt may fill the context (an absurd one: a fallback) */
+        int32_t end = !o.ctx && limit > ABSURD_CONTEXT ? SERVE_FALLBACK_CONTEXT : limit;
+        if (!(n_each = malloc((size_t)n_prompts * sizeof *n_each))) {
+            fprintf(stderr, "error: out of host memory\n");
+            goto out;
+        }
+        for (int32_t i = 0; i < n_prompts; i++) {
+            n_each[i] = end > n_ids[i] ? end - n_ids[i] : 0;
+            if (n_each[i] > o.n_predict) o.n_predict = n_each[i];
+        }
+    }
     for (int32_t i = 0; i < n_prompts; i++) {
         int32_t n_predict = n_each ? n_each[i] : o.n_predict;
         int64_t need = (int64_t)n_ids[i] + n_predict;
@@ -479,7 +550,7 @@ int main(int argc, char **argv)
         rc = serve_run(&m, &tok, &f, &o.so);
         goto out;
     }
-    generate_options gopt = {prompts, n_prompts, o.n_predict, o.temperature, o.top_k, o.top_p, o.seed,
+    generate_options gopt = {prompts, n_prompts, o.until_end && o.chat ? -1 : o.n_predict, o.temperature, o.top_k, o.top_p, o.seed,
                              n_prompts == 1, o.verbose, dump, NULL, NULL, 0, o.warmup,
                              n_each};
     int32_t *forced = NULL;

@@ -67,11 +67,20 @@ char *serve_error_json(const char *message, const char *type, const char *param)
                           "code"));
 }
 
+static json_t *model_json(const server *srv)
+{
+    return json_pack("{s:s, s:s, s:I, s:s, s:i}", "id", srv->opt->model_name, "object", "model", "created",
+                     (json_int_t)0, "owned_by", "tiermem", "max_model_len", srv->m->max_positions);
+}
+
 char *serve_models_json(const server *srv)
 {
-    return dump(json_pack("{s:s, s:[{s:s, s:s, s:I, s:s, s:i}]}", "object", "list", "data", "id",
-                          srv->opt->model_name, "object", "model", "created", (json_int_t)0, "owned_by", "tiermem",
-                          "max_model_len", srv->m->max_positions));
+    return dump(json_pack("{s:s, s:[o]}", "object", "list", "data", model_json(srv)));
+}
+
+char *serve_model_json(const server *srv)
+{
+    return dump(model_json(srv));
 }
 
 static json_t *usage_json(const serve_request *r)

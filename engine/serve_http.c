@@ -319,6 +319,18 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return respond(c, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", text);
     }
     bool models = !strcmp(url, "/v1/models");
+    const char *model_id = !strncmp(url, "/v1/models/", 11) ? url + 11 : NULL;
+    if (model_id) {
+        if (!authorised(srv, c))
+            return respond_error(srv, c, MHD_HTTP_UNAUTHORIZED,
+                                 "missing or wrong API key (Authorization: Bearer KEY)", NULL);
+        if (!get)
+            return respond_error(srv, c, MHD_HTTP_METHOD_NOT_ALLOWED, "use GET for /v1/models/{id}", NULL);
+        if (strcmp(model_id, srv->opt->model_name))
+            return respond_error(srv, c, MHD_HTTP_NOT_FOUND, "no such model (GET /v1/models lists the one served)",
+                                 "model");
+        return respond(c, MHD_HTTP_OK, "application/json", serve_model_json(srv));
+    }
     if (!models && !chat && strcmp(url, "/v1/completions"))
         return respond_error(srv, c, MHD_HTTP_NOT_FOUND, "no such endpoint", NULL);
     if (!authorised(srv, c))

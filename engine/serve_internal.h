@@ -81,6 +81,8 @@ char *serve_result_json(const server *srv, const serve_request *r);
 char *serve_chunk_json(const server *srv, const serve_request *r, const char *text, size_t len, bool role,
                        const char *finish, bool usage);
 char *serve_models_json(const server *srv);
+/* GET /v1/models/{id}: the one model. */
+char *serve_model_json(const server *srv);
 /* The longest prefix of s[n] that does not end inside a UTF-8 sequence. */
 size_t serve_utf8_complete(const char *s, size_t n);
 

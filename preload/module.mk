@@ -23,7 +23,6 @@ $(O)/lib/libtiermem.so: $(PRELOAD_OBJS) $(POLICY_OBJS) $(O)/gen/libtiermem.map
 
 # The public header and a pkg-config file for it and the library, written for PREFIX (the
 # file is rewritten only when PREFIX or CUDA_HOME change what it says).
-TIERMEM_VERSION := 1.0
 TIERMEM_PC := $(O)/pkgconfig/libtiermem.pc
 .PHONY: tiermem-pc-check
 $(TIERMEM_PC): preload/libtiermem.pc.in tiermem-pc-check

@@ -25,4 +25,4 @@ $(O)/tests/engine/no_uring: $(O)/obj/tests/engine/no_uring.o
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) $^ -o $@
 test-progs: $(O)/tests/engine/no_uring
-TEST_SCRIPTS += tests/engine/test_loader.sh
+TEST_SCRIPTS += tests/engine/test_loader.sh tests/engine/test_llama_habits.sh

@@ -168,8 +168,8 @@ cli_error "serve without a model" "serve takes -m MODEL" serve --port 0
 cli_error "serve with a prompt" "serve takes -m MODEL and no -p" serve -m "$MODEL" -p hi
 cli_error "a port out of range" "--port expects an integer from 0 to 65535" serve -m "$MODEL" --port 70000
 cli_error "a serve option on a one-shot run" "--port is an option of 'tiermem-llm serve'" -m "$MODEL" -p hi --port 9
-cli_error "a host name instead of an address" "error: --host expects a numeric IPv4 or IPv6 address, got 'localhost'" \
-  serve -m "$MODEL" --host localhost --port 0
+cli_error "a host name this machine cannot resolve" "error: --host 'no-such-host.invalid' is no address and no host name" \
+  serve -m "$MODEL" --host no-such-host.invalid --port 0
 start_server "$T/log4" --kv-blocks 64 && PORT1=$PORT
 "$LLM" serve -m "$MODEL" --kv-blocks 64 --port "$PORT1" >/dev/null 2>"$T/busy.err"
 check_eq "a port in use: exit 1" "$?" 1
