@@ -6,6 +6,7 @@
 #   make bench-serve  tiermem-llm serve under multi-turn chat users, HBM-only KV against tiered
 #   make demo       the headline: a model larger than device memory, run under the interposer
 #   make deps       install the Debian packages the build needs (as root), else print the command
+#   make deps-test  the same, and the npm packages the tests compare against (when npm is present)
 #   make install    PREFIX=/usr/local DESTDIR=
 #   make SAN=1 ...  AddressSanitizer + UndefinedBehaviorSanitizer build, in build-san/
 #
@@ -59,16 +60,17 @@ $(O)/obj/%.o: %.c
 	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
 
 include mk/deps.mk
+deps-test: deps
 include $(sort $(wildcard */module.mk */*/module.mk))
 
-.PHONY: all test test-progs bench demo deps install clean
+.PHONY: all test test-progs bench demo deps deps-test install clean
 all: $(LIBS) $(BINS)
 
 NPROC       := $(shell nproc 2>/dev/null || echo 2)
 
 # `make test` is the one command CI and the README use: dependencies, build, run.
 test:
-	@$(MAKE) --no-print-directory deps
+	@$(MAKE) --no-print-directory deps-test
 	@$(MAKE) --no-print-directory -j$(NPROC) all test-progs
 	@O=$(O) SAN=$(SAN) CC=$(CC) tests/run.sh $(TEST_PROGS) $(TEST_SCRIPTS)
 

@@ -24,7 +24,7 @@ deps:
 # and skip.
 ORACLE_DIR := build/oracle
 ORACLE_NPM := node-llama-cpp@3.22.1 @node-llama-cpp/linux-x64@3.22.1
-deps: deps-oracle
+deps-test: deps-oracle
 deps-oracle:
 	@if [ -d $(ORACLE_DIR)/node_modules/node-llama-cpp ]; then exit 0; fi; \
 	if ! command -v npm >/dev/null; then echo "oracle: npm not found: the llama.cpp comparisons will be skipped"; exit 0; fi; \

@@ -42,7 +42,8 @@ for t in "$@"; do
   if [ $((ok + notok + skip)) -eq 0 ]; then notok=1; echo "not ok - $name reported no results" >>"$log"; fi
   passed=$((passed + ok)); failed=$((failed + notok)); skipped=$((skipped + skip))
   printf '%-32s %4d passed %3d failed %3d skipped  %3ds\n' "$name" "$ok" "$notok" "$skip" $(( $(date +%s) - start ))
-  grep -aE '^(not )?ok [0-9]+.*# SKIP' "$log" | sed "s/^/    $name: /"
+  # a cmocka skip has no reason of its own: the test says it on a "# SKIP reason:" line
+  grep -aE '^(not )?ok [0-9]+.*# SKIP|^# SKIP reason:' "$log" | sed "s/^/    $name: /"
   if [ "$notok" -ne 0 ]; then failures+=("$name"); fi
 done
 for f in "${failures[@]}"; do

@@ -3,6 +3,7 @@
 # against f32, batched decode against each prompt alone, a count per prompt (-n N,N,...),
 # sequences over many blocks.
 source "$(dirname "$0")/../lib/tap.sh"
+require_models stories260K.gguf
 LLM=$B/bin/tiermem-llm
 MODEL=$TM_SHARED/models/stories260K.gguf
 T=$(mktemp -d)

@@ -4,6 +4,7 @@
 # context overflow, a KV pool too small for a sequence, weights larger than the device,
 # an absurd context_length (sized from the run instead) and weights that are not finite.
 source "$(dirname "$0")/../lib/tap.sh"
+require_models stories260K.gguf
 LLM=$B/bin/tiermem-llm
 MODEL=$TM_SHARED/models/stories260K.gguf
 T=$(mktemp -d)

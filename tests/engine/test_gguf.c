@@ -14,7 +14,7 @@
 #include "engine/weights.h"
 #include "tests/engine/gguf_builder.h"
 
-#define MODELS TM_SHARED_DIR "/models"
+#include "tests/lib/test_models.h"
 
 /* Parses an image that must fail; the message must contain `expect`. */
 static void expect_error(const img *b, const char *expect)
@@ -35,8 +35,9 @@ static void test_stories(void **state)
 {
     (void)state;
     gguf_file f;
-    char err[GGUF_ERROR_MAX];
-    assert_int_equal(gguf_open(MODELS "/stories260K.gguf", &f, err), 0);
+    char err[GGUF_ERROR_MAX], path[4200];
+    TM_TEST_MODEL(path, "stories260K.gguf");
+    assert_int_equal(gguf_open(path, &f, err), 0);
     assert_int_equal(f.n_tensors, 3 + 9 * 5);
     assert_int_equal(f.alignment, 32);
     const gguf_tensor *t = gguf_find_tensor(&f, "blk.3.ffn_down.weight");
@@ -62,8 +63,9 @@ static void test_vocab_file(void **state)
 {
     (void)state;
     gguf_file f;
-    char err[GGUF_ERROR_MAX];
-    assert_int_equal(gguf_open(MODELS "/ggml-vocab-llama-spm.gguf", &f, err), 0);
+    char err[GGUF_ERROR_MAX], path[4200];
+    TM_TEST_MODEL(path, "ggml-vocab-llama-spm.gguf");
+    assert_int_equal(gguf_open(path, &f, err), 0);
     assert_int_equal(f.n_tensors, 0);
     const gguf_value *tokens;
     assert_int_equal(gguf_get_array(&f, "tokenizer.ggml.tokens", GGUF_TYPE_STRING, &tokens, err), 1);

@@ -6,6 +6,7 @@
 # saying why, and an explicit --load=uring stop with one; no progress line reaches
 # stderr that is not a terminal; a bad --load is named.
 source "$(dirname "$0")/../lib/tap.sh"
+require_models stories260K.gguf
 LLM=$B/bin/tiermem-llm
 MK=$B/bin/tiermem-mkmodel
 NO_URING=$B/tests/engine/no_uring

@@ -4,6 +4,7 @@
 # tokenises its first reference case as its .out says; an unknown pre-tokenizer warns
 # with its name; a file without a vocabulary is one clear error.
 source "$(dirname "$0")/../lib/tap.sh"
+require_models ggml-vocab-llama-spm.gguf ggml-vocab-gpt-2.gguf ggml-vocab-deepseek-llm.gguf ggml-vocab-phi-3.gguf
 LLM=$B/bin/tiermem-llm
 MODELS=$TM_SHARED/models
 T=$(mktemp -d)

@@ -16,7 +16,7 @@
 #include "engine/chat.h"
 #include "tools/mkmodel/vocab.h"
 
-#define MODELS TM_SHARED_DIR "/models"
+#include "tests/lib/test_models.h"
 
 static char *slurp(const char *path)
 {
@@ -45,8 +45,9 @@ static char *decode_all(const tokenizer *t, const int32_t *ids, int64_t n)
  * encodes, without BOS, to the ids on the same line of .out. Returns the mismatches. */
 static int check_vocab_cases(const char *name, int want_cases)
 {
-    char path[512], inp_path[520], out_path[520];
-    snprintf(path, sizeof path, MODELS "/ggml-vocab-%s.gguf", name);
+    char file[128], path[4200], inp_path[4210], out_path[4210];
+    snprintf(file, sizeof file, "ggml-vocab-%s.gguf", name);
+    TM_TEST_MODEL(path, file);
     snprintf(inp_path, sizeof inp_path, "%s.inp", path);
     snprintf(out_path, sizeof out_path, "%s.out", path);
     gguf_file f;
@@ -103,8 +104,9 @@ static void test_stories_prompt(void **state)
     (void)state;
     gguf_file f;
     tokenizer t;
-    char err[GGUF_ERROR_MAX];
-    assert_int_equal(gguf_open(MODELS "/stories260K.gguf", &f, err), 0);
+    char err[GGUF_ERROR_MAX], path[4200];
+    TM_TEST_MODEL(path, "stories260K.gguf");
+    assert_int_equal(gguf_open(path, &f, err), 0);
     assert_int_equal(tokenizer_load(&t, &f, err), 0);
     int32_t ids[32];
     int64_t n = tokenizer_encode(&t, "Once upon a time", t.add_bos, ids, 32);
@@ -264,8 +266,9 @@ static void test_chat_templates(void **state)
 
     gguf_file f;
     tokenizer t;
-    char err[GGUF_ERROR_MAX];
-    assert_int_equal(gguf_open(MODELS "/ggml-vocab-deepseek-llm.gguf", &f, err), 0);
+    char err[GGUF_ERROR_MAX], path[4200];
+    TM_TEST_MODEL(path, "ggml-vocab-deepseek-llm.gguf");
+    assert_int_equal(gguf_open(path, &f, err), 0);
     assert_int_equal(tokenizer_load(&t, &f, err), 0);
     assert_true(t.bos_id >= 0 && t.types[t.bos_id] == TOKEN_CONTROL);
     char text[128];

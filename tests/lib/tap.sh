@@ -3,6 +3,8 @@
 #   check_eq "name" "$actual" "$expected"
 #   skip "name" "why it cannot run here"
 #   done_testing                                  prints the plan; exits non-zero on failure
+#   require_models FILE...                        the test needs these files of $TM_SHARED/models:
+#                                                 without them it is one skip naming them, and ends
 # Paths: $TM_ROOT (repository), $O (build dir, relative to TM_ROOT), $TM_SHARED (../shared).
 set -u
 TM_ROOT=${TM_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
@@ -28,3 +30,15 @@ done_testing() { echo "1..$_tap_n"; [ "$_tap_failed" -eq 0 ]; }
 
 # LD_PRELOAD value for an instrumented library: under SAN=1 the ASan runtime must come first.
 preload_value() { echo "${TM_SAN_PRELOAD:+$TM_SAN_PRELOAD:}$1"; }
+
+# The test data (stories260K and the llama.cpp vocabularies, tests/models.sha256) lives in
+# $TM_SHARED/models, outside the repository: a test that needs a file of it and does not
+# find it says so in one skip line, naming the file and where it looked, and stops there.
+require_models() {
+  local missing=() f
+  for f in "$@"; do [ -r "$TM_SHARED/models/$f" ] || missing+=("$f"); done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  skip "$(basename "$0" .sh)" "test model ${missing[*]} not found in $TM_SHARED/models (set TM_SHARED; README: Test data)"
+  done_testing
+  exit
+}

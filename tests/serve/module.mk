@@ -3,7 +3,7 @@
 # the test says why it skips otherwise).
 OPENAI_NPM_VERSION := 4.95.0
 
-deps: deps-npm
+deps-test: deps-npm
 .PHONY: deps-npm
 deps-npm:
 	@if ! command -v npm >/dev/null; then exit 0; fi; \

@@ -3,6 +3,7 @@
 # not, 64 concurrent streams against each request alone, the prefix cache, stop strings,
 # bad input, the API key, the queue limit, disconnects, and SIGTERM.
 source "$(dirname "$0")/../lib/tap.sh"
+require_models stories260K.gguf
 source "$(dirname "$0")/serve_lib.sh"
 T=$(mktemp -d)
 SPID=

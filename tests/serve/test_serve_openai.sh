@@ -2,6 +2,7 @@
 # tiermem-llm serve with the official openai npm client (installed by `make deps` when
 # npm is present): models, a completion, chat whole and streamed, and a 400.
 source "$(dirname "$0")/../lib/tap.sh"
+require_models stories260K.gguf
 source "$(dirname "$0")/serve_lib.sh"
 NPM_DIR=$B/npm/node_modules
 if ! command -v node >/dev/null; then

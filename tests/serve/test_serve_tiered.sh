@@ -4,6 +4,7 @@
 # the reference text, and tiermem-stat exports the interposer's figures to Prometheus,
 # printed (--prometheus) and served (--serve).
 source "$(dirname "$0")/../lib/tap.sh"
+require_models stories260K.gguf
 source "$(dirname "$0")/serve_lib.sh"
 T=$(mktemp -d)
 SPID= XPID=
