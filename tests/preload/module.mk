@@ -144,3 +144,6 @@ deps-aarch64:
 .PHONY: stress
 stress: all $(PRELOAD_TEST_DIR)/migrate_stress $(PRELOAD_TEST_KERNELS) $(O)/bin/tiermem-stat
 	@O=$(O) TM_STRESS_MIGRATIONS=$${TM_STRESS_MIGRATIONS:-1000000} tests/run.sh tests/preload/test_preload_migrate.sh
+
+# The core rooms' unit tests, each linked without the hooks.
+include tests/preload/unit/module.mk
