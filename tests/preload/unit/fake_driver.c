@@ -348,11 +348,6 @@ CUresult fake_alloc(uint64_t bytes, CUdeviceptr *dptr)
     return result;
 }
 
-tm_alloc *fake_alloc_at(CUdeviceptr dptr)
-{
-    return tm_alloc_at(dptr);
-}
-
 void fake_free(CUdeviceptr dptr)
 {
     tm_alloc *a = tm_untrack(dptr);

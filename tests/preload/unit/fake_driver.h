@@ -118,9 +118,6 @@ CUmemLocation fake_location_at(CUdeviceptr address);
  * success. */
 CUresult fake_alloc(uint64_t bytes, CUdeviceptr *dptr);
 
-/* The tracked allocation at `dptr` (NULL when none). */
-tm_alloc *fake_alloc_at(CUdeviceptr dptr);
-
 /* cuMemFree of a chunked allocation, as the hook makes it: untracked, then released. */
 void fake_free(CUdeviceptr dptr);
 

@@ -74,7 +74,7 @@ static void test_attach_credit_density(void **state)
     (void)state;
     CUdeviceptr p;
     assert_int_equal(fake_alloc(6 * MIB, &p), CUDA_SUCCESS);
-    tm_alloc *a = fake_alloc_at(p);
+    tm_alloc *a = tm_alloc_at(p);
     /* the watcher gave it one heat chunk per chunk, and entries in the region's pool */
     assert_non_null(a->heat);
     assert_int_equal(a->heat_chunks, 3);
@@ -146,7 +146,7 @@ static void test_launch_credits_what_it_points_into(void **state)
     CUdeviceptr first, second;
     assert_int_equal(fake_alloc(4 * MIB, &first), CUDA_SUCCESS);
     assert_int_equal(fake_alloc(4 * MIB, &second), CUDA_SUCCESS);
-    tm_alloc *a = fake_alloc_at(first), *b = fake_alloc_at(second);
+    tm_alloc *a = tm_alloc_at(first), *b = tm_alloc_at(second);
     uint64_t sum = 0, samples = tm_stats->heat_samples, launches = tm_stats->heat_launches;
     int calls = submitted;
 
@@ -224,7 +224,7 @@ static void test_collector_heat(void **state)
     CUdeviceptr p, q;
     assert_int_equal(fake_alloc(4 * MIB, &p), CUDA_SUCCESS);
     assert_int_equal(fake_alloc(4 * MIB, &q), CUDA_SUCCESS);
-    tm_alloc *a = fake_alloc_at(p), *b = fake_alloc_at(q);
+    tm_alloc *a = tm_alloc_at(p), *b = tm_alloc_at(q);
     uint64_t tick = tm_heat_now_tick();
     tm_heat_alloc_credit(a, 0, 2 * MIB, (double)MIB, tick); /* in-process: 0.5 */
     tm_heat_alloc_credit(b, 0, 2 * MIB, (double)MIB, tick);

@@ -129,7 +129,7 @@ static void test_spill_accounting(void **state)
     assert_nothing_held();
     CUdeviceptr p;
     assert_int_equal(fake_alloc(12 * MIB, &p), CUDA_SUCCESS);
-    tm_alloc *a = fake_alloc_at(p);
+    tm_alloc *a = tm_alloc_at(p);
     /* HBM holds its limit, the rest spills to the next tier of the order */
     assert_plan(a, 4, 2, 0);
     assert_int_equal(a->backing->plan.chunks, 6);
@@ -180,14 +180,14 @@ static void test_pool_reuse(void **state)
     CUdeviceptr p;
     assert_int_equal(fake_alloc(8 * MIB, &p), CUDA_SUCCESS);
     CUmemGenericAllocationHandle first[4];
-    memcpy(first, fake_alloc_at(p)->backing->handle, sizeof first);
+    memcpy(first, tm_alloc_at(p)->backing->handle, sizeof first);
     fake_free(p);
     assert_int_equal(tm_chunk_pool_bytes(d, TM_TIER_HBM), 8 * MIB);
 
     uint64_t creates = fake_calls(FAKE_MEM_CREATE);
     uint64_t reused = tm_stats->chunks_reused, created = tm_stats->chunks_created;
     assert_int_equal(fake_alloc(12 * MIB, &p), CUDA_SUCCESS);
-    tm_alloc *a = fake_alloc_at(p);
+    tm_alloc *a = tm_alloc_at(p);
     assert_plan(a, 4, 2, 0);
     /* the four HBM chunks are the pooled ones; only the two CXL chunks are new */
     assert_int_equal(fake_calls(FAKE_MEM_CREATE) - creates, 2);
@@ -220,7 +220,7 @@ static void test_tier_full_in_driver(void **state)
     assert_int_equal(fake_alloc(12 * MIB, &p), CUDA_SUCCESS);
     fake_heal();
     assert_true(fake_failed(FAKE_MEM_CREATE) > refused);
-    tm_alloc *a = fake_alloc_at(p);
+    tm_alloc *a = tm_alloc_at(p);
     /* placed again without CXL for this allocation; CXL stays a tier */
     assert_plan(a, 4, 0, 2);
     assert_true(d->tiers.tier[TM_TIER_CXL].present);
@@ -247,7 +247,7 @@ static void child_tier_refused(void **state)
     CUdeviceptr p;
     assert_int_equal(fake_alloc(12 * MIB, &p), CUDA_SUCCESS);
     assert_true(fake_failed(FAKE_MEM_CREATE) > 0);
-    assert_plan(fake_alloc_at(p), 4, 0, 2);
+    assert_plan(tm_alloc_at(p), 4, 0, 2);
     assert_false(d->tiers.tier[TM_TIER_CXL].present);
     assert_int_equal(tm_stats->tier[TM_TIER_CXL].present, 0);
     assert_tier(TM_TIER_CXL, 0, 0);
@@ -259,7 +259,7 @@ static void child_tier_refused(void **state)
     CUdeviceptr q;
     assert_int_equal(fake_alloc(4 * MIB, &q), CUDA_SUCCESS);
     assert_int_equal(fake_failed(FAKE_MEM_CREATE), refused);
-    assert_plan(fake_alloc_at(q), 0, 0, 2);
+    assert_plan(tm_alloc_at(q), 0, 0, 2);
     fake_free(q);
     fake_free(p);
     fake_heal();
@@ -422,7 +422,7 @@ static void test_serve(void **state)
     assert_int_equal(seen.created - created, 1);
     assert_true(tm_lookup(large, &view));
     assert_true(view.chunked);
-    assert_plan(fake_alloc_at(large), 2, 0, 0);
+    assert_plan(tm_alloc_at(large), 2, 0, 0);
     assert_int_equal(d->hbm_used, 5 * MIB);
     fake_free(large);
 
@@ -445,9 +445,9 @@ static void test_watchers(void **state)
     CUdeviceptr p;
     assert_int_equal(fake_alloc(4 * MIB, &p), CUDA_SUCCESS);
     assert_int_equal(seen.created - created, 1);
-    assert_ptr_equal(seen.last_created, fake_alloc_at(p));
+    assert_ptr_equal(seen.last_created, tm_alloc_at(p));
     assert_true(seen.created_slot >= 0);
-    assert_int_equal(seen.created_slot, fake_alloc_at(p)->stats_slot);
+    assert_int_equal(seen.created_slot, tm_alloc_at(p)->stats_slot);
     assert_true(seen.created_registered);
     assert_int_equal(seen.released, released);
 
@@ -486,7 +486,7 @@ static void test_make_room(void **state)
     assert_int_equal(seen.make_room_asked, 8);
     assert_int_equal(seen.victim, 0);
     assert_int_equal(seen.released - released, 1);
-    assert_plan(fake_alloc_at(p), 4, 4, 0);
+    assert_plan(tm_alloc_at(p), 4, 4, 0);
     fake_free(p);
     assert_nothing_held();
 }

@@ -41,14 +41,14 @@ static CUresult migrate(CUdeviceptr address, uint64_t bytes, tm_tier_id to)
 
 static tm_tier_id tier_of(CUdeviceptr p, uint64_t chunk)
 {
-    tm_alloc *a = fake_alloc_at(p);
+    tm_alloc *a = tm_alloc_at(p);
     assert_non_null(a);
     return tm_backing_chunk_tier(a->backing, chunk);
 }
 
 static void assert_chunks(CUdeviceptr p, uint64_t hbm, uint64_t cxl, uint64_t ddr)
 {
-    const tm_alloc *a = fake_alloc_at(p);
+    const tm_alloc *a = tm_alloc_at(p);
     assert_non_null(a);
     assert_int_equal(a->backing->plan.per_tier[TM_TIER_HBM], hbm);
     assert_int_equal(a->backing->plan.per_tier[TM_TIER_CXL], cxl);
@@ -83,13 +83,13 @@ static void test_migrate_keeps_data(void **state)
     CUdeviceptr p;
     assert_int_equal(fake_alloc(8 * MIB, &p), CUDA_SUCCESS);
     fake_fill(p, 8 * MIB, 7);
-    tm_alloc *a = fake_alloc_at(p);
+    tm_alloc *a = tm_alloc_at(p);
     uint64_t migrations = tm_stats->migrations, bytes = tm_stats->migrated_bytes;
     uint64_t hbm_to_ddr = tm_stats->tier[TM_TIER_HBM].migrated_out[1];
 
     /* chunks 1 and 2, asked for by a range inside them */
     assert_int_equal(migrate(p + CHUNK + 4096, CHUNK, TM_TIER_DDR), CUDA_SUCCESS);
-    assert_ptr_equal(fake_alloc_at(p), a);
+    assert_ptr_equal(tm_alloc_at(p), a);
     assert_int_equal(tier_of(p, 0), TM_TIER_HBM);
     assert_int_equal(tier_of(p, 1), TM_TIER_DDR);
     assert_int_equal(tier_of(p, 2), TM_TIER_DDR);
@@ -162,7 +162,7 @@ static void test_rollback(void **state)
         CUdeviceptr p;
         assert_int_equal(fake_alloc(8 * MIB, &p), CUDA_SUCCESS);
         fake_fill(p, 8 * MIB, 11 + (uint32_t)s);
-        tm_alloc *a = fake_alloc_at(p);
+        tm_alloc *a = tm_alloc_at(p);
         CUmemGenericAllocationHandle before[4];
         for (int i = 0; i < 4; i++)
             before[i] = tm_backing_chunk_handle(a->backing, (uint64_t)i);
@@ -275,7 +275,7 @@ static void launch_a_turn(bool capturing)
 
 static void credit_all(CUdeviceptr p, uint64_t bytes)
 {
-    tm_alloc *a = fake_alloc_at(p);
+    tm_alloc *a = tm_alloc_at(p);
     assert_non_null(a->heat);
     tm_heat_alloc_credit(a, 0, bytes, (double)bytes, tm_heat_now_tick());
 }
