@@ -16,6 +16,7 @@
 
 #include "policy/units.h"
 #include "preload/driver/driver.h"
+#include "preload/base/libc_real.h"
 #include "preload/base/log.h"
 
 /* ---------------------------------------------------------------- NUMA facts */
@@ -151,18 +152,19 @@ static int cxl_regions(address_range *ranges, int max)
     void *lib = dlopen("libcxl.so.1", RTLD_LAZY | RTLD_LOCAL);
     if (!lib)
         return 0;
+    /* glibc's dlsym: the library's own (hooks/hook_resolve.c) would answer a call by name */
     cxl_api api = {
-        .new_ctx = (__typeof__(&cxl_new))dlsym(lib, "cxl_new"),
-        .unref = (__typeof__(&cxl_unref))dlsym(lib, "cxl_unref"),
-        .bus_first = (__typeof__(&cxl_bus_get_first))dlsym(lib, "cxl_bus_get_first"),
-        .bus_next = (__typeof__(&cxl_bus_get_next))dlsym(lib, "cxl_bus_get_next"),
-        .bus_port = (__typeof__(&cxl_bus_get_port))dlsym(lib, "cxl_bus_get_port"),
-        .decoder_first = (__typeof__(&cxl_decoder_get_first))dlsym(lib, "cxl_decoder_get_first"),
-        .decoder_next = (__typeof__(&cxl_decoder_get_next))dlsym(lib, "cxl_decoder_get_next"),
-        .region_first = (__typeof__(&cxl_region_get_first))dlsym(lib, "cxl_region_get_first"),
-        .region_next = (__typeof__(&cxl_region_get_next))dlsym(lib, "cxl_region_get_next"),
-        .region_resource = (__typeof__(&cxl_region_get_resource))dlsym(lib, "cxl_region_get_resource"),
-        .region_size = (__typeof__(&cxl_region_get_size))dlsym(lib, "cxl_region_get_size"),
+        .new_ctx = (__typeof__(&cxl_new))tm_real_dlsym(lib, "cxl_new"),
+        .unref = (__typeof__(&cxl_unref))tm_real_dlsym(lib, "cxl_unref"),
+        .bus_first = (__typeof__(&cxl_bus_get_first))tm_real_dlsym(lib, "cxl_bus_get_first"),
+        .bus_next = (__typeof__(&cxl_bus_get_next))tm_real_dlsym(lib, "cxl_bus_get_next"),
+        .bus_port = (__typeof__(&cxl_bus_get_port))tm_real_dlsym(lib, "cxl_bus_get_port"),
+        .decoder_first = (__typeof__(&cxl_decoder_get_first))tm_real_dlsym(lib, "cxl_decoder_get_first"),
+        .decoder_next = (__typeof__(&cxl_decoder_get_next))tm_real_dlsym(lib, "cxl_decoder_get_next"),
+        .region_first = (__typeof__(&cxl_region_get_first))tm_real_dlsym(lib, "cxl_region_get_first"),
+        .region_next = (__typeof__(&cxl_region_get_next))tm_real_dlsym(lib, "cxl_region_get_next"),
+        .region_resource = (__typeof__(&cxl_region_get_resource))tm_real_dlsym(lib, "cxl_region_get_resource"),
+        .region_size = (__typeof__(&cxl_region_get_size))tm_real_dlsym(lib, "cxl_region_get_size"),
     };
     int count = 0;
     struct cxl_ctx *ctx = NULL;

@@ -8,8 +8,8 @@
 #   - engine/ includes nothing of preload/ or policy/; policy/ no CUDA header; simcuda
 #     (tools/simcuda/) nothing else of the tree;
 #   - with OBJ_DIR (the build's objects): no object of libtiermem.so but the file hooks and
-#     the C library shims calls the file functions the library itself exports (its own
-#     calls would reach its hooks: it is linked -Bsymbolic).
+#     the C library shims calls the file functions, dlsym or dlvsym, which the library itself
+#     exports (its own calls would reach its hooks: it is linked -Bsymbolic).
 # Prints one line per breach and exits 1 when there is any.
 set -u
 root=${1:?usage: check_layers.sh ROOT [OBJ_DIR]}
@@ -76,7 +76,7 @@ breaches=$(
   includes tools/simcuda | awk -F'\t' '$2 ~ /^(preload|policy|engine|kernels)\// { print $1 ": simcuda includes " $2 " (it depends on nothing else in the tree)" }'
 
   if [ -n "$objs" ]; then
-    exported='^(open|open64|openat|openat64|close|read|pread|pread64|readv|preadv|preadv64|mmap|mmap64|munmap)$'
+    exported='^(open|open64|openat|openat64|close|read|pread|pread64|readv|preadv|preadv64|mmap|mmap64|munmap|dlsym|dlvsym)$'
     for o in $(find "$objs/preload" "$objs/policy" -name '*.o' 2>/dev/null | sort); do
       case "$o" in */hooks/hook_file.o|*/base/libc_real.o) continue ;; esac
       for s in $(nm -u "$o" 2>/dev/null | awk '{print $2}' | grep -E "$exported"); do

@@ -15,6 +15,7 @@
 #   $(O)/tests/preload/vmm_retain     cuMemRetainAllocationHandle on chunked memory and own handles
 #   $(O)/tests/preload/nvml_linked    NVML's memory answers beside cuMemGetInfo's, linked with
 #   $(O)/tests/preload/nvml_dlopen    libnvidia-ml.so.1, or reaching it with dlopen and dlsym
+#   $(O)/tests/preload/unit/...       the core rooms linked alone on a fake driver (unit/module.mk)
 
 PRELOAD_TEST_DIR := $(O)/tests/preload
 PRELOAD_TEST_KERNELS := $(PRELOAD_TEST_DIR)/kernels.so
@@ -144,3 +145,6 @@ deps-aarch64:
 .PHONY: stress
 stress: all $(PRELOAD_TEST_DIR)/migrate_stress $(PRELOAD_TEST_KERNELS) $(O)/bin/tiermem-stat
 	@O=$(O) TM_STRESS_MIGRATIONS=$${TM_STRESS_MIGRATIONS:-1000000} tests/run.sh tests/preload/test_preload_migrate.sh
+
+# The core rooms' unit tests, each linked without the hooks.
+include tests/preload/unit/module.mk

@@ -82,7 +82,13 @@ if [ -d "$B/obj/preload" ]; then
   out=$("$check_layers" "$TM_ROOT" "$objcopy_dir" 2>&1)
   check "an object of the library calling open itself is refused" \
     fails_naming "preload/mem/planted.o: calls open directly" "$out"
+  printf 'void *dlsym(void *, const char *);\nvoid *tm_planted(void *h) { return dlsym(h, "x"); }\n' > "$copy/planted.c"
+  ${CC:-cc} -c "$copy/planted.c" -o "$objcopy_dir/preload/mem/planted.o"
+  out=$("$check_layers" "$TM_ROOT" "$objcopy_dir" 2>&1)
+  check "an object of the library calling dlsym itself is refused" \
+    fails_naming "preload/mem/planted.o: calls dlsym directly" "$out"
 else
   skip "an object of the library calling open itself is refused" "no objects in $B/obj (build first)"
+  skip "an object of the library calling dlsym itself is refused" "no objects in $B/obj (build first)"
 fi
 done_testing
