@@ -386,7 +386,8 @@ static void usage(FILE *f)
         "  --experts N --experts-used K   mixture of experts (Mixtral layout; --arch qwen3moe too)\n"
         "  --expert-ffn N      expert width (expert_feed_forward_length; default --ffn)\n"
         "  --expert-skew S     router skew: 0 spreads tokens evenly, 4 sends most to a few experts\n"
-        "  --seed N            random seed (default 1)\n");
+        "  --seed N            random seed (default 1)\n"
+        "  --version           the version, and stop\n");
 }
 
 int main(int argc, char **argv)
@@ -409,10 +410,11 @@ int main(int argc, char **argv)
         {"tied", 0, 0, O_TIED}, {"arch", 1, 0, O_ARCH}, {"head-dim", 1, 0, O_HEAD_DIM},
         {"rope-freqs", 0, 0, O_ROPE_FREQS}, {"experts", 1, 0, O_EXPERTS}, {"experts-used", 1, 0, O_EXPERTS_USED},
         {"expert-ffn", 1, 0, O_EXPERT_FFN}, {"expert-skew", 1, 0, O_EXPERT_SKEW}, {"output", 1, 0, 'o'},
-        {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+        {"version", 0, 0, 'V'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
         switch (c) {
+        case 'V': printf("tiermem-mkmodel %s\n", TM_VERSION); return 0;
         case 'o': out_path = optarg; break;
         case O_LAYERS: sh.layers = parse_int("--layers", optarg, 1, 1024); explicit_shape = true; break;
         case O_DIM: sh.dim = parse_int("--dim", optarg, 32, 65536); explicit_shape = true; break;
