@@ -37,7 +37,7 @@
 #   torch        PyTorch under libtiermem.so, unmodified (tests/gpu/torch_tiering.py)
 #
 # Environment: O (build folder, default build), NVCC (default: $CUDA_HOME/bin/nvcc or nvcc
-# on PATH), TM_SHARED (folder holding models/; default the package's, else ../shared beside
+# on PATH), PYTHON (the one with torch; default python3), TM_SHARED (folder holding models/; default the package's, else ../shared beside
 # the repository, else shared/ inside it). Settings of tiermem, simcuda and PyTorch's
 # allocator that the caller has are cleared first: each step sets its own.
 # Logs of each step: $O/gpu-logs/ (or DIR/gpu-logs/). The last line is
@@ -738,9 +738,9 @@ step_calibration() {
 # gives the uncapped run's tokens, beside accelerate's offload (tests/gpu/torch_tiering.py).
 step_torch() {
   begin_step "torch: PyTorch under libtiermem.so"
-  local py=tests/gpu/torch_tiering.py
+  local py=tests/gpu/torch_tiering.py python=${PYTHON:-python3}
   # (the byte code goes to the logs, not beside the script)
-  sub_check "$py compiles (python3 -m py_compile)" env PYTHONPYCACHEPREFIX="$LOGS/pycache" python3 -m py_compile "$py"
+  sub_check "$py compiles (python3 -m py_compile)" env PYTHONPYCACHEPREFIX="$LOGS/pycache" "$python" -m py_compile "$py"
   # libtiermem.so's start-up and exit lines, from a run of it that spills, for the dry run
   # to read as the real runs read them.
   local tmlog=$LOGS/torch-tiermem-lines.log dry=(--dry-run)
@@ -748,14 +748,14 @@ step_torch() {
     TIERMEM_LOG=info TIERMEM_HBM_LIMIT=32M SIMCUDA_MEM=64M under_tm "$B/tests/preload/probe" meminfo 64M 256M \
       >/dev/null 2>"$tmlog" && dry+=(--tiermem-log "$tmlog")
   fi
-  python3 "$py" "${dry[@]}" >"$LOGS/torch-dry-run.log" 2>&1
+  "$python" "$py" "${dry[@]}" >"$LOGS/torch-dry-run.log" 2>&1
   local rc=$?
   [ "$rc" -eq 0 ] && sub_ok "dry run without torch: the model's size, the limit, the runs' environments ($(grep -c '^ok - ' "$LOGS/torch-dry-run.log") checks)" ||
     { sub_bad "dry run (exit status $rc)"; show_log "$LOGS/torch-dry-run.log" 15; }
   grep -E '^# (model|[a-z]+ +(decode|accelerate|graph) +[A-Z(])' "$LOGS/torch-dry-run.log" | indent
-  if [ "$SIM" = 1 ] || ! python3 -c 'import torch, transformers, accelerate, safetensors' 2>/dev/null; then
+  if [ "$SIM" = 1 ] || ! "$python" -c 'import torch, transformers, accelerate, safetensors' 2>/dev/null; then
     local why="torch not importable here"
-    [ "$SIM" = 0 ] && why="torch, transformers, accelerate or safetensors is not importable ($(python3 -c 'import torch, transformers, accelerate, safetensors' 2>&1 | tail -n 1))"
+    [ "$SIM" = 0 ] && why="torch, transformers, accelerate or safetensors is not importable by $python ($("$python" -c 'import torch, transformers, accelerate, safetensors' 2>&1 | tail -n 1))"
     note "the PyTorch runs need torch, transformers, accelerate and safetensors: $why"
     end_step_skip "$why"
     return
@@ -763,7 +763,7 @@ step_torch() {
   local work
   work=$(mktemp -d "${TMPDIR:-/tmp}/tiermem-torch.XXXXXX")
   # 330 s for the runs (they take about 4 minutes on an H200); the timeout is a backstop
-  timeout 360 python3 "$py" --libtiermem "$LIBTM" --work "$work" --deadline 330 >"$LOGS/torch.log" 2>&1
+  timeout 360 "$python" "$py" --libtiermem "$LIBTM" --work "$work" --deadline 330 >"$LOGS/torch.log" 2>&1
   rc=$?
   local line
   while IFS= read -r line; do
