@@ -587,7 +587,8 @@ run_cudart() {
   if [ "$SIM" = 1 ]; then env+=(LD_LIBRARY_PATH="$DRIVER_DIR" SIMCUDA_DEVICES=2 SIMCUDA_MEM=$((256 << 20)))
   else env+=(CUDART_TEST_DEVICE=gpu); fi
   # the physical view: free memory is what HBM has left, so an allocation shows (test_cudart.sh)
-  [ "$interposer" = tiermem ] && env+=(LD_PRELOAD="$(tm_preload)" TIERMEM_MEMINFO=physical)
+  if [ "$interposer" = tiermem ]; then env+=(LD_PRELOAD="$(tm_preload)" TIERMEM_MEMINFO=physical)
+  elif [ -n "${TM_SAN_PRELOAD:-}" ]; then env+=(LD_PRELOAD="$TM_SAN_PRELOAD"); fi  # an instrumented simcuda
   env "${env[@]}" timeout 120 "$@" >"$log.out" 2>"$log.err"
   local rc=$? seen plan bad
   seen=$(grep -cE '^(not )?ok - ' "$log.out")
