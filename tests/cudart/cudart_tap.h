@@ -6,7 +6,12 @@
  *   TAP_CHECK(cond, "what %d", x)    passes when cond holds
  *   TAP_CUDA(call, "what")           passes when the runtime call returns cudaSuccess
  *   TAP_CUDA_IS(call, error, "what") passes when it returns exactly `error`
- * The script numbers the lines; the program only says what it checked. */
+ * The script numbers the lines; the program only says what it checked.
+ *
+ * Where the program runs: CUDART_TEST_DEVICE=gpu on a real GPU (tests/gpu/run.sh), unset
+ * or "simcuda" on simcuda (test_cudart.sh). A case whose answer differs asks tap_on_gpu():
+ * a kernel launch runs on a GPU and is refused on simcuda; the device is named and sized
+ * by the driver there, by SIMCUDA_* here. */
 #ifndef TESTS_CUDART_TAP_H
 #define TESTS_CUDART_TAP_H
 
@@ -14,6 +19,8 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 static int tap_count;
 static int tap_failed;
@@ -51,6 +58,20 @@ static inline bool tap_cuda_is(cudaError_t got, cudaError_t expected, const char
 #define TAP_CHECK(cond, ...) tap_result((cond), "failed: " #cond, __VA_ARGS__)
 #define TAP_CUDA(call, what) tap_cuda_is((call), cudaSuccess, #call, (what))
 #define TAP_CUDA_IS(call, error, what) tap_cuda_is((call), (error), #call, (what))
+
+/* true under CUDART_TEST_DEVICE=gpu; any value other than gpu or simcuda stops the program
+ * (exit status 2) with a line naming it, so a mistyped setting never runs the wrong
+ * expectations. */
+static inline bool tap_on_gpu(void)
+{
+    const char *value = getenv("CUDART_TEST_DEVICE");
+    if (!value || !*value || strcmp(value, "simcuda") == 0)
+        return false;
+    if (strcmp(value, "gpu") == 0)
+        return true;
+    fprintf(stderr, "CUDART_TEST_DEVICE='%s' is not gpu or simcuda\n", value);
+    exit(2);
+}
 
 /* Prints the plan; the exit status says whether every check passed. */
 static inline int tap_plan(void)

@@ -5,7 +5,9 @@
 # libcudart_static.a linked in) and NAME_shared (-cudart shared, libcudart.so.13 from the
 # toolkit). Neither has a RUNPATH: the script puts simcuda first on LD_LIBRARY_PATH, the
 # way a user runs a program on it. Without nvcc nothing is built and the script says so.
-# Another program drops in as NAME.cu plus its cases in test_cudart.sh.
+# Another program drops in as NAME.cu plus its cases in test_cudart.sh, and its line(s) in
+# cases.txt: tests/gpu/run.sh runs those on a GPU (CUDART_TEST_DEVICE=gpu, cudart_tap.h),
+# and make test fails on a program without one.
 
 CUDART_TEST_DIR   := tests/cudart
 CUDART_TEST_OUT   := $(O)/tests/cudart

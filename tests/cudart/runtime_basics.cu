@@ -1,15 +1,20 @@
-// runtime_basics.cu — the CUDA runtime (libcudart, static or shared) on simcuda: what
-// every program does first. Built by nvcc twice (tests/cudart/module.mk) and run by
-// tests/cudart/test_cudart.sh, which passes what the device must look like.
+// runtime_basics.cu — the CUDA runtime (libcudart, static or shared) on simcuda and on a
+// GPU: what every program does first. Built by nvcc twice (tests/cudart/module.mk), run by
+// tests/cudart/test_cudart.sh on simcuda, which passes what the device must look like, and
+// by tests/gpu/run.sh on a GPU with CUDART_TEST_DEVICE=gpu (cudart_tap.h), the cases of
+// tests/cudart/cases.txt.
 //
 //   runtime_basics basics DEVICES MEM_BYTES   device count and properties, cudaFree(0),
 //                                            memory info, copies both ways, memset,
 //                                            streams and events, stream-ordered
-//                                            allocation, cudaDeviceReset and a second use
+//                                            allocation, cudaDeviceReset and a second use;
+//                                            MEM_BYTES 0: the device's own total
 //   runtime_basics threads                   four threads initialising at once on two devices
-//   runtime_basics kernel                    a __global__ kernel: its launch fails with
-//                                            cudaErrorNoKernelImageForDevice, and the
-//                                            program goes on; a __device__ variable works
+//                                            (on a GPU: on the devices there are)
+//   runtime_basics kernel                    a __global__ kernel: on simcuda its launch fails
+//                                            with cudaErrorNoKernelImageForDevice and the
+//                                            program goes on; on a GPU it runs and doubles
+//                                            the values; a __device__ variable works
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -66,10 +71,21 @@ static int run_basics(int expected_devices, size_t expected_memory)
     cudaDeviceProp prop;
     memset(&prop, 0, sizeof prop);
     TAP_CUDA(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
-    TAP_CHECK(strstr(prop.name, "simcuda") != NULL, "the device is named as simcuda's (\"%s\")", prop.name);
-    TAP_CHECK(prop.totalGlobalMem == expected_memory, "totalGlobalMem is SIMCUDA_MEM, %zu bytes (saw %zu)",
-              expected_memory, (size_t)prop.totalGlobalMem);
-    TAP_CHECK(prop.major == 9 && prop.minor == 0, "compute capability 9.0 (saw %d.%d)", prop.major, prop.minor);
+    const bool gpu = tap_on_gpu();
+    if (gpu) {
+        TAP_CHECK(strstr(prop.name, "simcuda") == NULL, "the device is a GPU, not simcuda (\"%s\")", prop.name);
+        TAP_CHECK(prop.major * 10 + prop.minor >= 75, "compute capability 7.5 or newer, what nvcc builds for (saw %d.%d)",
+                  prop.major, prop.minor);
+    } else {
+        TAP_CHECK(strstr(prop.name, "simcuda") != NULL, "the device is named as simcuda's (\"%s\")", prop.name);
+        TAP_CHECK(prop.major == 9 && prop.minor == 0, "compute capability 9.0 (saw %d.%d)", prop.major, prop.minor);
+    }
+    // MEM_BYTES 0 takes the device's total, which cudaMemGetInfo must then agree with.
+    if (expected_memory == 0)
+        expected_memory = prop.totalGlobalMem;
+    TAP_CHECK(prop.totalGlobalMem == expected_memory && expected_memory > 0,
+              "totalGlobalMem is %s, %zu bytes (saw %zu)", gpu ? "the device's" : "SIMCUDA_MEM", expected_memory,
+              (size_t)prop.totalGlobalMem);
     TAP_CHECK(prop.maxThreadsPerBlock == 1024 && prop.warpSize == 32, "1024 threads per block, warps of 32");
     int value = 0;
     TAP_CUDA(cudaDeviceGetAttribute(&value, cudaDevAttrMultiProcessorCount, 0), "cudaDeviceGetAttribute");
@@ -80,7 +96,7 @@ static int run_basics(int expected_devices, size_t expected_memory)
     size_t free_bytes = 0, total_bytes = 0;
     TAP_CUDA(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
     TAP_CHECK(total_bytes == expected_memory && free_bytes <= total_bytes && free_bytes > total_bytes / 2,
-              "cudaMemGetInfo: total %zu is SIMCUDA_MEM, free %zu below it", total_bytes, free_bytes);
+              "cudaMemGetInfo: total %zu is totalGlobalMem, free %zu below it", total_bytes, free_bytes);
     void *held = NULL;
     TAP_CUDA(cudaMalloc(&held, kCopyBytes), "cudaMalloc of 4 MiB held");
     size_t free_after = 0;
@@ -169,6 +185,8 @@ struct thread_result {
     bool pattern;
 };
 
+static int thread_devices = 2;
+
 static void *thread_main(void *arg)
 {
     struct thread_result *r = (struct thread_result *)arg;
@@ -197,14 +215,19 @@ static int run_threads(void)
 {
     int count = -1;
     TAP_CUDA(cudaGetDeviceCount(&count), "cudaGetDeviceCount (threads)");
-    TAP_CHECK(count == 2, "two devices (SIMCUDA_DEVICES=2; saw %d)", count);
+    if (tap_on_gpu()) {
+        TAP_CHECK(count >= 1, "at least one GPU (saw %d); the threads take them in turn", count);
+        thread_devices = count >= 2 ? 2 : 1;
+    } else {
+        TAP_CHECK(count == 2, "two devices (SIMCUDA_DEVICES=2; saw %d)", count);
+    }
     pthread_t threads[kThreads];
     struct thread_result results[kThreads];
     pthread_barrier_init(&start_line, NULL, kThreads);
     for (int i = 0; i < kThreads; i++) {
         memset(&results[i], 0, sizeof results[i]);
         results[i].index = i;
-        results[i].device = i % 2;
+        results[i].device = i % thread_devices;
         pthread_create(&threads[i], NULL, thread_main, &results[i]);
     }
     for (int i = 0; i < kThreads; i++)
@@ -236,15 +259,26 @@ __global__ void scale(float *values, int n)
         values[i] *= 2.0f;
 }
 
+// On a GPU the three launches run, each doubling the values; on simcuda each is refused
+// (cudaErrorNoKernelImageForDevice, not sticky) and the values stay as they were.
 static int run_kernel(void)
 {
+    const bool gpu = tap_on_gpu();
+    const cudaError_t launch = gpu ? cudaSuccess : cudaErrorNoKernelImageForDevice;
+    const char *outcome = gpu ? "succeeds" : "fails with cudaErrorNoKernelImageForDevice";
+    char what[160];
+    float host[1024], back[1024];
+    for (int i = 0; i < 1024; i++)
+        host[i] = (float)i;
     float *values = NULL;
-    TAP_CUDA(cudaMalloc((void **)&values, 1024 * sizeof(float)), "cudaMalloc before the launch");
+    TAP_CUDA(cudaMalloc((void **)&values, sizeof host), "cudaMalloc before the launch");
+    TAP_CUDA(cudaMemcpy(values, host, sizeof host, cudaMemcpyHostToDevice), "cudaMemcpy before the launch");
     scale<<<4, 256>>>(values, 1024);
-    TAP_CUDA_IS(cudaGetLastError(), cudaErrorNoKernelImageForDevice,
-                "the launch fails with cudaErrorNoKernelImageForDevice");
+    snprintf(what, sizeof what, "the launch %s", outcome);
+    TAP_CUDA_IS(cudaGetLastError(), launch, what);
     scale<<<4, 256>>>(values, 1024);
-    TAP_CUDA_IS(cudaGetLastError(), cudaErrorNoKernelImageForDevice, "a second launch fails the same way");
+    snprintf(what, sizeof what, "a second launch %s the same way", outcome);
+    TAP_CUDA_IS(cudaGetLastError(), launch, what);
     TAP_CUDA(cudaGetLastError(), "the error is not sticky: cudaGetLastError is clear again");
 
     cudaLaunchConfig_t config = {};
@@ -255,8 +289,8 @@ static int run_kernel(void)
     config.blockDim = dim3(256);
     config.attrs = &attribute;
     config.numAttrs = 1;
-    TAP_CUDA_IS(cudaLaunchKernelEx(&config, scale, values, 1024), cudaErrorNoKernelImageForDevice,
-                "cudaLaunchKernelEx fails with cudaErrorNoKernelImageForDevice");
+    snprintf(what, sizeof what, "cudaLaunchKernelEx %s", outcome);
+    TAP_CUDA_IS(cudaLaunchKernelEx(&config, scale, values, 1024), launch, what);
 
     cudaFuncAttributes attributes;
     memset(&attributes, 0, sizeof attributes);
@@ -264,24 +298,35 @@ static int run_kernel(void)
     TAP_CHECK(attributes.maxThreadsPerBlock == 1024 && attributes.numRegs > 0,
               "the kernel's attributes look like a GPU's (%d threads, %d registers)", attributes.maxThreadsPerBlock,
               attributes.numRegs);
-    TAP_CHECK(attributes.binaryVersion == 90 && attributes.ptxVersion == 90,
-              "binary and PTX version follow compute capability 9.0 (%d, %d)", attributes.binaryVersion,
-              attributes.ptxVersion);
+    if (gpu) {
+        // nvcc's default build carries sm_75 code and compute_75 PTX: the driver runs the
+        // SASS or what it compiled from the PTX, never code newer than the device.
+        int major = 0, minor = 0;
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0);
+        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, 0);
+        TAP_CHECK(attributes.ptxVersion >= 75 && attributes.binaryVersion >= attributes.ptxVersion &&
+                      attributes.binaryVersion <= major * 10 + minor,
+                  "binary version %d between the PTX version %d and the device's %d", attributes.binaryVersion,
+                  attributes.ptxVersion, major * 10 + minor);
+    } else {
+        TAP_CHECK(attributes.binaryVersion == 90 && attributes.ptxVersion == 90,
+                  "binary and PTX version follow compute capability 9.0 (%d, %d)", attributes.binaryVersion,
+                  attributes.ptxVersion);
+    }
 
-    // A __device__ variable has storage although no kernel runs.
+    // A __device__ variable has storage whether or not a kernel ran.
     int table[4] = { 4, 3, 2, 1 }, table_back[4] = { 0, 0, 0, 0 };
     TAP_CUDA(cudaMemcpyToSymbol(device_table, table, sizeof table), "cudaMemcpyToSymbol");
     TAP_CUDA(cudaMemcpyFromSymbol(table_back, device_table, sizeof table_back), "cudaMemcpyFromSymbol");
     TAP_CHECK(memcmp(table, table_back, sizeof table) == 0, "the __device__ variable holds what was copied in");
 
-    // The process goes on: memory and copies still work.
-    float host[1024], back[1024];
+    // The process goes on: copies still work, and show what the launches did.
+    TAP_CUDA(cudaMemcpy(back, values, sizeof back, cudaMemcpyDeviceToHost), "cudaMemcpy back after the launches");
+    bool as_expected = true;
     for (int i = 0; i < 1024; i++)
-        host[i] = (float)i;
-    TAP_CUDA(cudaMemcpy(values, host, sizeof host, cudaMemcpyHostToDevice), "cudaMemcpy after the refused launch");
-    TAP_CUDA(cudaMemcpy(back, values, sizeof back, cudaMemcpyDeviceToHost), "cudaMemcpy back");
-    TAP_CHECK(memcmp(host, back, sizeof host) == 0, "the values are untouched (no kernel ran)");
-    TAP_CUDA(cudaDeviceSynchronize(), "cudaDeviceSynchronize after the refused launch");
+        as_expected &= back[i] == (gpu ? host[i] * 8.0f : host[i]);
+    TAP_CHECK(as_expected, gpu ? "three launches doubled every value three times" : "the values are untouched (no kernel ran)");
+    TAP_CUDA(cudaDeviceSynchronize(), "cudaDeviceSynchronize after the launches");
     TAP_CUDA(cudaFree(values), "cudaFree");
     return tap_plan();
 }
