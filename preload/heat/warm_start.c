@@ -38,17 +38,21 @@ static int open_direct(const char *name, int flags, mode_t mode)
 
 /* ---------------------------------------------------------------- start */
 
-static uint8_t *read_file(int fd, size_t *size, char *why, size_t why_size)
+/* The file's bytes, or NULL with why not; `*foreign` when it is not this user's regular
+ * file at all (then it is not written at exit either). */
+static uint8_t *read_file(int fd, size_t *size, bool *foreign, char *why, size_t why_size)
 {
     struct stat st;
+    *foreign = true;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        snprintf(why, why_size, "not a regular file");
+        snprintf(why, why_size, "not a regular file, never read or written");
         return NULL;
     }
     if (st.st_uid != geteuid()) {
-        snprintf(why, why_size, "owned by another user (uid %u), never used", (unsigned)st.st_uid);
+        snprintf(why, why_size, "owned by another user (uid %u), never read or written", (unsigned)st.st_uid);
         return NULL;
     }
+    *foreign = false;
     if ((uint64_t)st.st_size > TM_PROFILE_MAX_BYTES) {
         snprintf(why, why_size, "larger than any profile (%lld bytes; the limit is %zu MiB)", (long long)st.st_size,
                  TM_PROFILE_MAX_BYTES >> 20);
@@ -78,16 +82,19 @@ void tm_warm_start_load(const tm_config *config)
     snprintf(path, sizeof path, "%s", config->profile_path);
     int fd = open_direct(path, O_RDONLY, 0);
     if (fd < 0) {
-        if (errno == ENOENT)
+        if (errno == ENOENT) {
             tm_info("profile %s: none yet; this run writes it at exit", path);
-        else
-            tm_warn("profile %s: cannot be opened (%s%s); starting cold", path, strerror(errno),
-                    errno == ELOOP ? ": a symlink is never followed" : "");
+            return;
+        }
+        tm_warn("profile %s: cannot be opened (%s%s); starting cold, and it is not written at exit", path,
+                strerror(errno), errno == ELOOP ? ": a symlink is never followed" : "");
+        path[0] = '\0';
         return;
     }
     char why[160] = "";
     size_t size = 0;
-    uint8_t *data = read_file(fd, &size, why, sizeof why);
+    bool foreign;
+    uint8_t *data = read_file(fd, &size, &foreign, why, sizeof why);
     tm_libc_close(fd);
     if (data && tm_profile_decode(data, size, &loaded, why, sizeof why) == 0) {
         have_loaded = true;
@@ -95,6 +102,8 @@ void tm_warm_start_load(const tm_config *config)
     } else {
         tm_warn("profile %s: %s; ignored", path, why);
     }
+    if (foreign)
+        path[0] = '\0'; /* said once: nothing is kept or written for it */
     free(data);
 }
 

@@ -80,16 +80,17 @@ static void stop_using(void)
 static void set_aside(const char *why)
 {
     struct stat named, opened;
-    char aside[sizeof ledger_path + 48];
+    char aside[sizeof ledger_path + 48], outcome[sizeof aside + 64];
     snprintf(aside, sizeof aside, "%s.damaged.%d", ledger_path, (int)getpid());
-    const char *outcome = "set aside as";
     if (fstat(ledger_fd, &opened) != 0 || lstat(ledger_path, &named) != 0 || named.st_dev != opened.st_dev ||
         named.st_ino != opened.st_ino)
-        outcome = "already replaced, not renamed; see";
+        snprintf(outcome, sizeof outcome, "the name no longer names it (another process set it aside)");
     else if (rename(ledger_path, aside) != 0)
-        outcome = "could not be renamed to";
-    tm_warn("ledger %s failed validation (%s): %s %s; this process keeps its own lower-tier limits", ledger_path,
-            why, outcome, aside);
+        snprintf(outcome, sizeof outcome, "it could not be set aside (%s)", strerror(errno));
+    else
+        snprintf(outcome, sizeof outcome, "set aside as %s", aside);
+    tm_warn("ledger %s failed validation (%s): %s; this process keeps its own lower-tier limits", ledger_path, why,
+            outcome);
     stop_using();
 }
 

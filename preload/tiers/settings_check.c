@@ -74,8 +74,8 @@ static void check_hbm_limit(const tm_config *config, const tm_tiers *tiers, uint
     if (!named || limit >= chunk_size)
         return;
     char bytes[32], chunk[32];
-    tm_warn("TIERMEM_HBM_LIMIT=%s leaves HBM less than one chunk (%s): every chunked allocation goes to the lower "
-            "tiers; allocations below TIERMEM_MIN_TIERED still use HBM",
+    tm_warn("TIERMEM_HBM_LIMIT (%s here) leaves HBM less than one chunk (%s): every chunked allocation goes to the "
+            "lower tiers; allocations below TIERMEM_MIN_TIERED still use HBM",
             tm_format_size(limit, bytes, sizeof bytes), tm_format_size(chunk_size, chunk, sizeof chunk));
 }
 

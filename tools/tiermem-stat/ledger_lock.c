@@ -37,6 +37,7 @@ tm_ledger_held *tm_ledger_map(const char *path, bool *missing, char *why, size_t
         return NULL;
     }
     ledger->fd = fd;
+    ledger->stuck = false;
     return ledger;
 }
 
@@ -48,6 +49,9 @@ void tm_ledger_unmap(tm_ledger_held *ledger)
 
 bool tm_ledger_take(tm_ledger_held *ledger)
 {
+    if (ledger->stuck)
+        return false;
+    ledger->stuck = true;
     if (!tm_ledger_file_lock(ledger->fd, TM_LEDGER_LOCK_WAIT_MS)) {
         fprintf(stderr, "tiermem-stat: the ledger's lock has been held by another process for %d ms; not waited for\n",
                 TM_LEDGER_LOCK_WAIT_MS);
@@ -60,6 +64,7 @@ bool tm_ledger_take(tm_ledger_held *ledger)
         tm_ledger_file_unlock(ledger->fd);
         return false;
     }
+    ledger->stuck = false;
     return true;
 }
 

@@ -15,6 +15,7 @@
 
 typedef struct tm_ledger_held {
     int fd;
+    bool stuck;          /* a take failed: later ones fail at once, not after another wait */
     tm_ledger_file copy; /* the file as read under the lock */
 } tm_ledger_held;
 
@@ -25,7 +26,8 @@ tm_ledger_held *tm_ledger_map(const char *path, bool *missing, char *why, size_t
 void tm_ledger_unmap(tm_ledger_held *ledger);
 
 /* The lock, waited for a bounded time, and the file read again under it; false (with a
- * line on standard error) when it is held too long or the file is no longer a ledger. */
+ * line on standard error, the first time) when it is held too long or the file is no
+ * longer a ledger. */
 bool tm_ledger_take(tm_ledger_held *ledger);
 void tm_ledger_give(tm_ledger_held *ledger);
 
