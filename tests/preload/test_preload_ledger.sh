@@ -48,6 +48,7 @@ check_eq "two hold their 64 MiB, the other two get CUDA_ERROR_OUT_OF_MEMORY" "$h
 ledger=$("$TIERMEM_STAT" --ledger "$LEDGER" 2>&1)
 check "tiermem-stat --ledger: node 0 holds what the two hold, under a 120 MiB limit" \
   grep -qE "^0 +100 MiB +120 MiB$" <<<"$ledger"
+check_eq "  each of the two counts against the group's budget" "$(grep -cE '^ +[0-9]+ +live +50 MiB +group$' <<<"$ledger")" 2
 named=0
 for i in 1 2 3 4; do
   other=$(sed -nE 's/^tiermem: warning: ledger: process ([0-9]+) shares this process.s lower-tier budget on node 0 \(the processes of TIERMEM_GROUP=.*\) and holds part of it .*/\1/p' "${outs[$i]}" | head -1)

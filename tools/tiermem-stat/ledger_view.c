@@ -80,7 +80,7 @@ int tm_ledger_print(const char *path)
     for (int n = 0; n < TM_LEDGER_NODES; n++)
         if (ledger->node[n] >= 0)
             printf(" %13s%-2d", "node ", (int)ledger->node[n]);
-    printf("\n");
+    printf("  BUDGET\n");
     for (int i = 0; i < TM_LEDGER_PROCESSES; i++) {
         const tm_ledger_entry *e = &ledger->entry[i];
         if (e->pid <= 0)
@@ -91,7 +91,13 @@ int tm_ledger_print(const char *path)
             if (ledger->node[n] >= 0)
                 printf(" %15s", tm_format_size(e->bytes[n], h, sizeof h));
         }
-        printf("\n");
+        /* whose budget it counts against: a group's, its own, or its server's */
+        if (e->family == 0)
+            printf("  group\n");
+        else if (e->family == e->pid)
+            printf("  own\n");
+        else
+            printf("  process %d's\n", (int)e->family);
     }
     free(ledger);
     return 0;
