@@ -120,6 +120,18 @@ $(PRELOAD_TEST_DIR)/test_tensor_table: $(O)/obj/tests/preload/test_tensor_table.
 	$(CC) $(LDFLAGS) $^ -lcmocka -ljansson -o $@
 
 TEST_PROGS += $(PRELOAD_TEST_DIR)/test_tensor_table
+
+$(PRELOAD_TEST_DIR)/test_ledger_file: $(O)/obj/tests/preload/test_ledger_file.o $(O)/obj/preload/region/ledger_file.o \
+    $(O)/obj/preload/base/libc_real.o
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) $^ -lcmocka -ldl -o $@
+
+$(PRELOAD_TEST_DIR)/test_log_escape: $(O)/obj/tests/preload/test_log_escape.o $(O)/obj/preload/base/log.o \
+    $(O)/obj/preload/base/libc_real.o $(POLICY_OBJS)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) $^ -lcmocka -ldl -o $@
+
+TEST_PROGS += $(PRELOAD_TEST_DIR)/test_ledger_file $(PRELOAD_TEST_DIR)/test_log_escape
 TEST_SCRIPTS += $(sort $(wildcard tests/preload/test_*.sh))
 
 # The shell tests need these built by `make test`.
