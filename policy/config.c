@@ -33,10 +33,21 @@ static bool parse_node(const char *value, int *node)
     return true;
 }
 
+/* A word that reads as a switch (0, on, yes, ...) is a mistake, never a file name: a file
+ * of that name is written ./on. */
+static bool switch_word(const char *value)
+{
+    static const char *const words[] = { "0", "1", "on", "off", "yes", "no", "true", "false", "enable", "disable" };
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+        if (strcasecmp(value, words[i]) == 0)
+            return true;
+    return false;
+}
+
 static bool parse_path(const char *value, char *out)
 {
     size_t len = strlen(value);
-    if (len >= TM_CONFIG_PATH_MAX)
+    if (len >= TM_CONFIG_PATH_MAX || switch_word(value))
         return false;
     memcpy(out, value, len + 1);
     return true;
@@ -255,6 +266,7 @@ static bool parse_ledger(const char *value, tm_config *config)
 
 /* ---------------------------------------------------------------- the variables */
 
+#define PATH_WORDS "(a word such as 0, 1, on or off is not taken for a file name: write ./on for a file of that name)"
 #define SIZE_WORDS "a size in bytes with an optional K, M, G or T suffix (e.g. 24G, 24GB, 24GiB, 1.5G)"
 
 typedef struct variable {
@@ -265,7 +277,7 @@ typedef struct variable {
 
 static const variable variables[] = {
     { "TIERMEM_DISABLE", parse_disable, "0 or 1" },
-    { "TIERMEM_DRIVER", parse_driver, "a library file name or path for dlopen" },
+    { "TIERMEM_DRIVER", parse_driver, "a library file name or path for dlopen " PATH_WORDS },
     { "TIERMEM_HBM_LIMIT", parse_hbm_limit,
       SIZE_WORDS " for every device, or DEVICE:SIZE for each device named (e.g. 0:70G,1:70G)" },
     { "TIERMEM_CXL_LIMIT", parse_cxl_limit, SIZE_WORDS },
@@ -286,11 +298,11 @@ static const variable variables[] = {
     { "TIERMEM_MEMINFO", parse_meminfo, "available, physical or virtual" },
     { "TIERMEM_IPC", parse_ipc, "tiermem or passthrough" },
     { "TIERMEM_LOG", parse_log, "error, warn, info or debug" },
-    { "TIERMEM_LOG_FILE", parse_log_file, "a file path" },
-    { "TIERMEM_STATS", parse_stats, "off or a file path" },
+    { "TIERMEM_LOG_FILE", parse_log_file, "a file path " PATH_WORDS },
+    { "TIERMEM_STATS", parse_stats, "off or a file path " PATH_WORDS },
     { "TIERMEM_GROUP", parse_group, "a Unix group name or id of up to 32 letters, digits, '_', '-' or '.'" },
-    { "TIERMEM_LEDGER", parse_ledger, "off or a file path" },
-    { "TIERMEM_PROFILE", parse_profile, "a file path (the heat profile, read at start, written at exit)" },
+    { "TIERMEM_LEDGER", parse_ledger, "off or a file path " PATH_WORDS },
+    { "TIERMEM_PROFILE", parse_profile, "a file path (the heat profile, read at start, written at exit) " PATH_WORDS },
     { "TIERMEM_HEAT", parse_heat, "launch, ebpf or off" },
     { "TIERMEM_HEAT_HALFLIFE", parse_heat_halflife,
       "a duration above 0: digits then ms, s or m, seconds when bare (e.g. 10s)" },

@@ -24,7 +24,9 @@
 #define TM_PROFILE_VERSION 1
 #define TM_PROFILE_NAME_MAX 64
 #define TM_PROFILE_HEADER_BYTES 32
-#define TM_PROFILE_MAX_BYTES ((size_t)256 << 20) /* a larger file is not one we wrote */
+/* A larger file is not one we wrote: 64 MiB holds the heat of 16 M chunks (32 TiB of 2 MiB
+ * chunks), and reading it costs at most about twice that in memory at start. */
+#define TM_PROFILE_MAX_BYTES ((size_t)64 << 20)
 
 typedef struct tm_profile_entry {
     uint64_t order;                  /* the n-th chunked allocation, from 0 */

@@ -18,8 +18,9 @@ if [ "$SAN" = 1 ]; then
 fi
 logs=$O/test-logs
 mkdir -p "$logs"
-# Processes of one user share lower-tier budgets through a ledger in /dev/shm: each run of
-# the tests gets its own, so runs in other checkouts never count against these.
+# Processes of one group (TIERMEM_GROUP), or a server and its children, share lower-tier
+# budgets through a ledger in /dev/shm: each run of the tests gets its own, so runs in other
+# checkouts never meet these in it.
 ledger_dir=$(mktemp -d)
 trap 'rm -rf "$ledger_dir"' EXIT
 export TIERMEM_LEDGER=${TIERMEM_LEDGER:-$ledger_dir/ledger}

@@ -54,8 +54,8 @@ const tm_setting_doc tm_setting_docs[] = {
       "`4G` (a twelfth of a PCIe 5 x16 link)" },
     { "TIERMEM_PROFILE", PLACEMENT,
       "under `heat`: a file holding the heat of every chunk, read at start and written at exit, so a "
-      "run starts placed as the last one ended; never through a symlink, and a file there that is not "
-      "a tiermem profile of this user is never replaced",
+      "run starts placed as the last one ended; a regular file of this user of at most 64 MiB, never "
+      "through a symlink; a FIFO or another user's file is refused in one line and never replaced",
       "none" },
     { "TIERMEM_HEAT", PLACEMENT,
       "where access heat comes from: `launch` (kernel parameters of sampled launches), `ebpf` (served "
@@ -99,7 +99,8 @@ const tm_setting_doc tm_setting_docs[] = {
       "`warn`" },
     { "TIERMEM_LOG_FILE", OBSERVE,
       "append messages to this file instead of standard error: a regular file of this user, never "
-      "through a symlink",
+      "through a symlink nor into a file with another name (a hard link); created with mode 0600. "
+      "Control characters in every line are escaped, so a name holding a newline cannot forge a line",
       "standard error" },
     { "TIERMEM_STATS", OBSERVE,
       "`off`, or a path for the stats region that `tiermem-stat` reads (kept after exit, holding the "
@@ -108,10 +109,11 @@ const tm_setting_doc tm_setting_docs[] = {
       "`/dev/shm/tiermem.<pid>`, removed at exit" },
     { "TIERMEM_GROUP", OBSERVE,
       "a Unix group (name or id) whose tiermem processes share the lower-tier budgets through a "
-      "ledger of mode 0660",
-      "every process of this user shares them" },
+      "ledger of mode 0660. A process whose budget another holds part of says so once, naming it",
+      "a process shares them only with the processes it starts, and theirs" },
     { "TIERMEM_LEDGER", OBSERVE,
-      "`off` (each process keeps its own lower-tier limits) or the path of the shared ledger; a "
+      "`off` (no ledger: each process keeps its own lower-tier limits, its children too) or the path "
+      "of the ledger (naming one does not make unrelated processes share: `TIERMEM_GROUP` does); a "
       "symlink, another user's file or anything that is not a ledger is left untouched and named in "
       "one line, and the process keeps its own limits",
       "the user's or the group's ledger in `/dev/shm`" },

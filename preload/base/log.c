@@ -14,7 +14,8 @@ static int log_fd = STDERR_FILENO;
 tm_log_level tm_log_threshold = TM_LOG_WARN;
 
 /* Why the log file must not be used, or NULL: it is opened without following a symlink
- * (and without blocking on a FIFO), and must be a regular file of this user. */
+ * (and without blocking on a FIFO), and must be a regular file of this user with no other
+ * name (a hard link would let lines land in a file of someone else's choosing). */
 static const char *refuse_log_file(int fd)
 {
     struct stat st;
@@ -24,6 +25,8 @@ static const char *refuse_log_file(int fd)
         return "not a regular file";
     if (st.st_uid != geteuid())
         return "owned by another user";
+    if (st.st_nlink > 1)
+        return "it has other names (hard links)";
     return NULL;
 }
 
@@ -33,7 +36,7 @@ bool tm_log_open(const tm_config *config)
     if (!config->log_file[0])
         return true;
     int fd = tm_libc_open(config->log_file, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY,
-                  0644);
+                  0600);
     const char *why = fd < 0 ? (errno == ELOOP ? "a symbolic link" : strerror(errno)) : refuse_log_file(fd);
     if (why) {
         if (fd >= 0)
@@ -49,22 +52,50 @@ bool tm_log_open(const tm_config *config)
     return true;
 }
 
+size_t tm_log_escape(const char *text, char *out, size_t size)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t len = 0;
+    if (!size)
+        return 0;
+    for (const unsigned char *c = (const unsigned char *)text; *c; c++) {
+        char one[4] = { (char)*c };
+        size_t n = 1;
+        if (*c == '\n' || *c == '\r' || *c == '\t') {
+            one[0] = '\\';
+            one[1] = *c == '\n' ? 'n' : *c == '\r' ? 'r' : 't';
+            n = 2;
+        } else if (*c < 0x20 || *c == 0x7f) {
+            one[0] = '\\';
+            one[1] = 'x';
+            one[2] = hex[*c >> 4];
+            one[3] = hex[*c & 15];
+            n = 4;
+        }
+        if (len + n >= size)
+            break;
+        memcpy(out + len, one, n);
+        len += n;
+    }
+    out[len] = '\0';
+    return len;
+}
+
 void tm_log(tm_log_level level, const char *fmt, ...)
 {
     if (!tm_log_enabled(level))
         return;
     static const char *const prefix[] = { "error: ", "warning: ", "", "debug: " };
-    char line[1024];
-    int len = snprintf(line, sizeof line, "tiermem: %s", prefix[level]);
+    char body[1024], line[1024];
     va_list ap;
     va_start(ap, fmt);
-    int body = vsnprintf(line + len, sizeof line - (size_t)len - 1, fmt, ap);
+    int formatted = vsnprintf(body, sizeof body, fmt, ap);
     va_end(ap);
-    if (body < 0)
-        body = 0;
-    len += body;
-    if (len > (int)sizeof line - 2)
-        len = (int)sizeof line - 2;
+    if (formatted < 0)
+        body[0] = '\0';
+    int len = snprintf(line, sizeof line, "tiermem: %s", prefix[level]);
+    /* names from model files and tensors come in here: none can start a line of its own */
+    len += (int)tm_log_escape(body, line + len, sizeof line - (size_t)len - 1);
     line[len++] = '\n';
     int saved = errno;
     ssize_t ignored = write(log_fd, line, (size_t)len);

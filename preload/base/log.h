@@ -5,6 +5,7 @@
 #define TM_PRELOAD_LOG_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "policy/config.h"
 
@@ -20,7 +21,13 @@ static inline bool tm_log_enabled(tm_log_level level)
     return level <= tm_log_threshold;
 }
 
+/* Writes one line. Control characters in what the format makes (a newline in a tensor's
+ * name, say) are escaped by tm_log_escape, so no argument can forge a line. */
 void tm_log(tm_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* `text` with newlines, tabs and other control characters written as \n, \t, \xHH, cut
+ * to fit `size` bytes with the terminator; returns the length written. */
+size_t tm_log_escape(const char *text, char *out, size_t size);
 
 /* A line below the threshold costs one comparison: its arguments are not even evaluated. */
 #define tm_log_at(level, ...) (tm_log_enabled(level) ? tm_log(level, __VA_ARGS__) : (void)0)

@@ -9,29 +9,44 @@
 #include <string.h>
 #include <unistd.h>
 
-uint64_t tm_proc_start_time(pid_t pid)
+/* The fields of /proc/PID/stat from the third (state) on, in `text`; NULL when the
+ * process is gone. */
+static const char *stat_fields(pid_t pid, char *text, size_t size)
 {
-    char path[64], text[1024];
+    char path[64];
     snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
     int fd = tm_libc_open(path, O_RDONLY | O_CLOEXEC, 0);
     if (fd < 0)
-        return 0;
-    ssize_t n = tm_libc_read(fd, text, sizeof text - 1);
+        return NULL;
+    ssize_t n = tm_libc_read(fd, text, size - 1);
     tm_libc_close(fd);
     if (n <= 0)
-        return 0;
+        return NULL;
     text[n] = '\0';
     /* the command name may hold spaces and parentheses: the fields follow its last ')' */
     char *p = strrchr(text, ')');
-    if (!p || !p[1])
-        return 0;
+    return p && p[1] ? p + 2 : NULL;
+}
+
+uint64_t tm_proc_start_time(pid_t pid)
+{
+    char text[1024];
+    const char *fields = stat_fields(pid, text, sizeof text);
     unsigned long long start = 0;
     char state;
     /* fields 3 (state) to 22 (starttime) */
-    if (sscanf(p + 2, "%c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu", &state,
-               &start) != 2)
+    if (!fields || sscanf(fields, "%c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
+                          &state, &start) != 2)
         return 0;
     return state == 'Z' || state == 'X' ? 0 : start; /* a zombie holds nothing any more */
+}
+
+pid_t tm_proc_parent(pid_t pid)
+{
+    char text[1024];
+    const char *fields = stat_fields(pid, text, sizeof text);
+    int parent = 0;
+    return fields && sscanf(fields, "%*c %d", &parent) == 1 ? (pid_t)parent : 0;
 }
 
 bool tm_proc_alive(pid_t pid, uint64_t start_time)

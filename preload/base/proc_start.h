@@ -11,6 +11,9 @@
  * zombie. */
 uint64_t tm_proc_start_time(pid_t pid);
 
+/* Its parent's pid (field 4); 0 when it is gone. */
+pid_t tm_proc_parent(pid_t pid);
+
 /* The process runs (not a zombie) and, when start_time is not 0, is the one that started
  * then. */
 bool tm_proc_alive(pid_t pid, uint64_t start_time);

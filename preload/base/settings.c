@@ -32,3 +32,9 @@ void tm_tiering_off(const char *why)
     if (__atomic_exchange_n(&tm_settings_now.tiering, false, __ATOMIC_ACQ_REL))
         tm_warn("%s: tiering is off, every call passes through to the driver", why);
 }
+
+void tm_tiering_off_said(void)
+{
+    tm_settings();
+    __atomic_store_n(&tm_settings_now.tiering, false, __ATOMIC_RELEASE);
+}

@@ -44,4 +44,7 @@ static inline bool tm_tiering_on(void)
  * tracked are still released through the interposer. */
 void tm_tiering_off(const char *why);
 
+/* The same, for a caller that has already said why in its own line. */
+void tm_tiering_off_said(void);
+
 #endif /* TM_PRELOAD_BASE_SETTINGS_H */

@@ -46,9 +46,10 @@ static void load(void)
         char shown[96], why[160];
         tm_printable(config->driver, shown, sizeof shown);
         tm_printable(handle ? "it lacks the driver API or is this interposer" : dlerror(), why, sizeof why);
-        tm_error("TIERMEM_DRIVER='%s' is not a usable CUDA driver (%s); using %s with tiering off", shown, why,
-                 TM_DEFAULT_DRIVER);
-        tm_tiering_off("TIERMEM_DRIVER is not usable");
+        tm_error("TIERMEM_DRIVER='%s' is not a usable CUDA driver (%s); using %s with tiering off, every call "
+                 "passes through to the driver",
+                 shown, why, TM_DEFAULT_DRIVER);
+        tm_tiering_off_said();
         memset(&tm_real, 0, sizeof tm_real);
         handle = dlopen(TM_DEFAULT_DRIVER, RTLD_LAZY | RTLD_LOCAL);
         ok = handle && fill_table(handle);

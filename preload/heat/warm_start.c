@@ -29,23 +29,33 @@ static tm_profile kept;               /* this run's heat, growing as allocations
 static size_t kept_capacity;
 
 /* The file functions of the interposer's own hooks are bypassed: open goes straight to
- * the kernel, reads through libc_real.h. */
+ * the kernel, reads through libc_real.h. Never through a symlink, never waiting on a FIFO
+ * or a device. */
 static int open_direct(const char *name, int flags, mode_t mode)
 {
-    return (int)syscall(SYS_openat, AT_FDCWD, name, flags | O_CLOEXEC | O_NOFOLLOW, mode);
+    return (int)syscall(SYS_openat, AT_FDCWD, name, flags | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, mode);
 }
 
 /* ---------------------------------------------------------------- start */
 
-static uint8_t *read_file(int fd, size_t *size, char *why, size_t why_size)
+/* The file's bytes, or NULL with why not; `*foreign` when it is not this user's regular
+ * file at all (then it is not written at exit either). */
+static uint8_t *read_file(int fd, size_t *size, bool *foreign, char *why, size_t why_size)
 {
     struct stat st;
+    *foreign = true;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        snprintf(why, why_size, "not a regular file");
+        snprintf(why, why_size, "not a regular file, never read or written");
         return NULL;
     }
+    if (st.st_uid != geteuid()) {
+        snprintf(why, why_size, "owned by another user (uid %u), never read or written", (unsigned)st.st_uid);
+        return NULL;
+    }
+    *foreign = false;
     if ((uint64_t)st.st_size > TM_PROFILE_MAX_BYTES) {
-        snprintf(why, why_size, "larger than any profile (%lld bytes)", (long long)st.st_size);
+        snprintf(why, why_size, "larger than any profile (%lld bytes; the limit is %zu MiB)", (long long)st.st_size,
+                 TM_PROFILE_MAX_BYTES >> 20);
         return NULL;
     }
     uint8_t *data = malloc((size_t)st.st_size + 1);
@@ -72,16 +82,19 @@ void tm_warm_start_load(const tm_config *config)
     snprintf(path, sizeof path, "%s", config->profile_path);
     int fd = open_direct(path, O_RDONLY, 0);
     if (fd < 0) {
-        if (errno == ENOENT)
+        if (errno == ENOENT) {
             tm_info("profile %s: none yet; this run writes it at exit", path);
-        else
-            tm_warn("profile %s: cannot be opened (%s%s); starting cold", path, strerror(errno),
-                    errno == ELOOP ? ": a symlink is never followed" : "");
+            return;
+        }
+        tm_warn("profile %s: cannot be opened (%s%s); starting cold, and it is not written at exit", path,
+                strerror(errno), errno == ELOOP ? ": a symlink is never followed" : "");
+        path[0] = '\0';
         return;
     }
     char why[160] = "";
     size_t size = 0;
-    uint8_t *data = read_file(fd, &size, why, sizeof why);
+    bool foreign;
+    uint8_t *data = read_file(fd, &size, &foreign, why, sizeof why);
     tm_libc_close(fd);
     if (data && tm_profile_decode(data, size, &loaded, why, sizeof why) == 0) {
         have_loaded = true;
@@ -89,6 +102,8 @@ void tm_warm_start_load(const tm_config *config)
     } else {
         tm_warn("profile %s: %s; ignored", path, why);
     }
+    if (foreign)
+        path[0] = '\0'; /* said once: nothing is kept or written for it */
     free(data);
 }
 
@@ -210,17 +225,22 @@ static int by_order(const void *x, const void *y)
     return (a->order > b->order) - (a->order < b->order);
 }
 
-/* What stands at `path` now: nothing, or a profile that may be replaced. NULL when it may
- * be written, else why not. */
-static const char *refusal(void)
+/* What stands at `path` now: nothing (`*absent`), or a profile of this user that may be
+ * replaced. NULL when it may be written, else why not. */
+static const char *refusal(bool *absent)
 {
     struct stat st;
-    if (lstat(path, &st) != 0)
-        return errno == ENOENT ? NULL : strerror(errno);
+    *absent = false;
+    if (lstat(path, &st) != 0) {
+        *absent = errno == ENOENT;
+        return *absent ? NULL : strerror(errno);
+    }
     if (S_ISLNK(st.st_mode))
         return "it is a symlink, never followed";
     if (!S_ISREG(st.st_mode))
         return "it is not a regular file";
+    if (st.st_uid != geteuid())
+        return "it belongs to another user, never replaced";
     int fd = open_direct(path, O_RDONLY, 0);
     uint8_t magic[8];
     bool ours = fd >= 0 && tm_libc_pread(fd, magic, sizeof magic, 0) == (ssize_t)sizeof magic &&
@@ -260,21 +280,24 @@ void tm_warm_start_save(void)
     qsort(kept.entry, kept.count, sizeof *kept.entry, by_order);
     uint8_t *image = NULL;
     size_t size = 0;
-    const char *why = refusal();
+    bool absent;
+    const char *why = refusal(&absent);
     char temp[TM_CONFIG_PATH_MAX + 32];
     snprintf(temp, sizeof temp, "%s.%ld.tmp", path, (long)getpid());
     if (!why && tm_profile_encode(&kept, &image, &size) != 0)
         why = "out of memory";
-    int fd = why ? -1 : open_direct(temp, O_WRONLY | O_CREAT | O_EXCL, 0644);
+    int fd = why ? -1 : open_direct(temp, O_WRONLY | O_CREAT | O_EXCL, 0600);
     if (!why && fd < 0)
         why = strerror(errno);
     if (fd >= 0) {
         bool ok = write_all(fd, image, size) && fsync(fd) == 0;
         ok = tm_libc_close(fd) == 0 && ok;
-        if (!ok || rename(temp, path) != 0) {
-            why = strerror(errno ? errno : EIO);
-            unlink(temp); /* ours: made with O_EXCL just now */
-        }
+        /* where there was no file, link never replaces one that appeared since (another
+         * user's, in a sticky directory); where there was, it is this user's own */
+        errno = 0;
+        if (!ok || (absent ? link(temp, path) : rename(temp, path)) != 0)
+            why = errno == EEXIST ? "a file appeared there meanwhile, left alone" : strerror(errno ? errno : EIO);
+        unlink(temp); /* ours: made with O_EXCL just now (gone already after a rename) */
     }
     if (why)
         tm_warn("profile %s: not written (%s)", path, why);

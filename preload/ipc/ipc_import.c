@@ -73,6 +73,13 @@ static bool receive_reply(int conn, const tm_ipc_handle *key, tm_ipc_reply *repl
                                                  : "made no such handle (forged, or from an earlier process)");
         return false;
     }
+    if (reply->size != key->size) {
+        /* the handle's size is the importer's word for the range it opens: it must be the
+         * exporter's own (cuMemGetAddressRange reports it) */
+        tm_warn("ipc: cuIpcOpenMemHandle: the handle says %llu bytes, but process %d exported %llu: refused",
+                (unsigned long long)key->size, (int)key->pid, (unsigned long long)reply->size);
+        return false;
+    }
     return reply->chunks > 0 && reply->chunk_size > 0 && reply->chunks <= UINT64_MAX / reply->chunk_size &&
            reply->size <= reply->chunks * reply->chunk_size;
 }

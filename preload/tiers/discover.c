@@ -332,7 +332,10 @@ void tm_discover_tiers(const tm_config *config, CUdevice device, uint64_t device
             cxl->limit /= 2;
         if (!node_known(cxl->node) && !config->ddr_limit.set)
             ddr->limit /= 2;
-        if (cxl->node == ddr->node)
+        if (cxl->node == ddr->node && config->cxl_node >= 0)
+            tm_warn("TIERMEM_CXL_NODE=%d names the DDR tier's node too (%s): the CXL and DDR tiers share its memory",
+                    cxl->node, out->source[TM_TIER_DDR]);
+        else if (cxl->node == ddr->node)
             tm_warn("the CXL tier and the DDR tier are both node %d", cxl->node);
     } else if (config->cxl_node >= 0) {
         snprintf(out->source[TM_TIER_CXL], sizeof out->source[0], "node %d is not usable", config->cxl_node);

@@ -64,8 +64,24 @@ static void check_rules(const tm_config *config, const tm_tiers *tiers)
     }
 }
 
+/* A zero (or sub-chunk) HBM limit is accepted: every chunked allocation goes below. */
+static void check_hbm_limit(const tm_config *config, const tm_tiers *tiers, uint64_t chunk_size)
+{
+    bool named = config->hbm_limit.set;
+    for (int d = 0; d < TM_CONFIG_DEVICES; d++)
+        named = named || config->hbm_limit_of[d].set;
+    uint64_t limit = tiers->tier[TM_TIER_HBM].limit;
+    if (!named || limit >= chunk_size)
+        return;
+    char bytes[32], chunk[32];
+    tm_warn("TIERMEM_HBM_LIMIT (%s here) leaves HBM less than one chunk (%s): every chunked allocation goes to the "
+            "lower tiers; allocations below TIERMEM_MIN_TIERED still use HBM",
+            tm_format_size(limit, bytes, sizeof bytes), tm_format_size(chunk_size, chunk, sizeof chunk));
+}
+
 void tm_settings_check(const tm_config *config, tm_tiers *tiers, uint64_t chunk_size)
 {
+    check_hbm_limit(config, tiers, chunk_size);
     check_reserve(config, tiers, chunk_size);
     check_limit(&config->cxl_limit, "TIERMEM_CXL_LIMIT", &tiers->tier[TM_TIER_CXL], chunk_size);
     check_limit(&config->ddr_limit, "TIERMEM_DDR_LIMIT", &tiers->tier[TM_TIER_DDR], chunk_size);

@@ -355,6 +355,14 @@ static const bad_case bad_cases[] = {
     { "TIERMEM_STREAM", "yes", "auto, on or off" },
     { "TIERMEM_STREAM_RING", "0", "a size above 0" },
     { "TIERMEM_STREAM_RING", "big", "a size above 0" },
+    /* a switch word is never taken for a file name */
+    { "TIERMEM_LOG_FILE", "0", "is not taken for a file name" },
+    { "TIERMEM_LOG_FILE", "on", "is not taken for a file name" },
+    { "TIERMEM_PROFILE", "1", "is not taken for a file name" },
+    { "TIERMEM_PROFILE", "ON", "is not taken for a file name" },
+    { "TIERMEM_STATS", "0", "off or a file path" },
+    { "TIERMEM_LEDGER", "yes", "off or a file path" },
+    { "TIERMEM_DRIVER", "on", "is not taken for a file name" },
     { "TIERMEM_STATS", "", NULL }, /* empty is "not set": no error (checked below) */
 };
 

@@ -3,7 +3,7 @@
  *   ipc_peer export SIZE DIR   allocates SIZE (cuMemAlloc), writes pattern A, puts the
  *                              handle in DIR/handle, waits for DIR/imported, checks the
  *                              importer's pattern B, waits for DIR/finish, frees
- *   ipc_peer import DIR [forge|again]
+ *   ipc_peer import DIR [forge|huge|again]
  *                              opens DIR/handle (twice), checks pattern A (`again`: B, an
  *                              earlier importer's), writes B, creates DIR/imported, waits
  *                              for DIR/close, closes twice, then closes once more and opens
@@ -12,10 +12,12 @@
  * Every step prints one line the shell test reads. Both sides count their open
  * descriptors, to show that nothing leaks; the exporter tries tiermem_migrate before and
  * after the export (an exported allocation's chunks stay where they are). Exit status 0 when
- * every check of its side passed. `forge` changes a byte of the handle's nonce first.
+ * every check of its side passed. `forge` changes a byte of the handle's nonce first;
+ * `huge` sets the handle's size field to 2^62.
  */
 #include <dirent.h>
 #include <dlfcn.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -151,8 +153,12 @@ static int import_side(const char *dir, int forge, uint32_t expected_seed)
     if (!f || fread(&handle, sizeof handle, 1, f) != 1)
         return 3;
     fclose(f);
-    if (forge)
+    if (forge == 1)
         handle.reserved[40] ^= 0x5a; /* inside tiermem's nonce */
+    if (forge == 2) {
+        uint64_t huge = (uint64_t)1 << 62;
+        memcpy(&handle.reserved[24], &huge, sizeof huge); /* tiermem's size field */
+    }
     probe_init();
     printf("importer: pid %d\n", (int)getpid());
     int fds_before = open_fds();
@@ -206,9 +212,9 @@ int main(int argc, char **argv)
         return export_side(probe_parse_size(argv[2]), argv[3]);
     if ((argc == 3 || argc == 4) && strcmp(argv[1], "import") == 0) {
         const char *how = argc == 4 ? argv[3] : "";
-        return import_side(argv[2], strcmp(how, "forge") == 0,
+        return import_side(argv[2], strcmp(how, "forge") == 0 ? 1 : strcmp(how, "huge") == 0 ? 2 : 0,
                            strcmp(how, "again") == 0 ? SEED_IMPORTER : SEED_EXPORTER);
     }
-    fprintf(stderr, "usage: ipc_peer export SIZE DIR | ipc_peer import DIR [forge|again]\n");
+    fprintf(stderr, "usage: ipc_peer export SIZE DIR | ipc_peer import DIR [forge|huge|again]\n");
     return 2;
 }

@@ -15,6 +15,7 @@
 #   $(O)/tests/preload/vmm_retain     cuMemRetainAllocationHandle on chunked memory and own handles
 #   $(O)/tests/preload/nvml_linked    NVML's memory answers beside cuMemGetInfo's, linked with
 #   $(O)/tests/preload/nvml_dlopen    libnvidia-ml.so.1, or reaching it with dlopen and dlsym
+#   $(O)/tests/preload/ledger_hold    holds a ledger's lock as a hung process would
 #   $(O)/tests/preload/unit/...       the core rooms linked alone on a fake driver (unit/module.mk)
 
 PRELOAD_TEST_DIR := $(O)/tests/preload
@@ -82,6 +83,10 @@ $(PRELOAD_TEST_DIR)/vmm_retain: $(O)/obj/tests/preload/vmm_retain.o $(O)/obj/tes
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) $(filter %.o,$^) -o $@ $(PRELOAD_TEST_LINK)
 
+$(PRELOAD_TEST_DIR)/ledger_hold: $(O)/obj/tests/preload/ledger_hold.o
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@
+
 NVML_VIEW_OBJS := $(O)/obj/tests/preload/nvml_view.o $(O)/obj/tests/preload/probe_util.o
 
 $(PRELOAD_TEST_DIR)/nvml_linked: $(O)/obj/tests/preload/nvml_linked.o $(NVML_VIEW_OBJS) \
@@ -115,13 +120,25 @@ $(PRELOAD_TEST_DIR)/test_tensor_table: $(O)/obj/tests/preload/test_tensor_table.
 	$(CC) $(LDFLAGS) $^ -lcmocka -ljansson -o $@
 
 TEST_PROGS += $(PRELOAD_TEST_DIR)/test_tensor_table
+
+$(PRELOAD_TEST_DIR)/test_ledger_file: $(O)/obj/tests/preload/test_ledger_file.o $(O)/obj/preload/region/ledger_file.o \
+    $(O)/obj/preload/base/libc_real.o
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) $^ -lcmocka -ldl -o $@
+
+$(PRELOAD_TEST_DIR)/test_log_escape: $(O)/obj/tests/preload/test_log_escape.o $(O)/obj/preload/base/log.o \
+    $(O)/obj/preload/base/libc_real.o $(POLICY_OBJS)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) $^ -lcmocka -ldl -o $@
+
+TEST_PROGS += $(PRELOAD_TEST_DIR)/test_ledger_file $(PRELOAD_TEST_DIR)/test_log_escape
 TEST_SCRIPTS += $(sort $(wildcard tests/preload/test_*.sh))
 
 # The shell tests need these built by `make test`.
 test-progs: $(PRELOAD_TEST_DIR)/probe $(PRELOAD_TEST_DIR)/doors $(PRELOAD_TEST_DIR)/heat_probe \
             $(PRELOAD_TEST_DIR)/serving $(PRELOAD_TEST_DIR)/devices $(PRELOAD_TEST_DIR)/filecopy $(PRELOAD_TEST_DIR)/migrate_stress \
             $(PRELOAD_TEST_DIR)/ipc_peer $(PRELOAD_TEST_DIR)/pool_probe $(PRELOAD_TEST_DIR)/vmm_retain \
-            $(PRELOAD_TEST_DIR)/collector_probe \
+            $(PRELOAD_TEST_DIR)/collector_probe $(PRELOAD_TEST_DIR)/ledger_hold \
             $(PRELOAD_TEST_DIR)/nvml_linked $(PRELOAD_TEST_DIR)/nvml_dlopen \
             $(PRELOAD_TEST_KERNELS) \
             $(O)/lib/libtiermem.so $(O)/bin/tiermem-stat

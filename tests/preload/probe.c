@@ -12,6 +12,8 @@
  *   probe paths                           pitch, async (both stream forms), pool, managed
  *   probe threads THREADS OPS             threads allocating and freeing mixed sizes, with checks
  *   probe fork                            a child allocating on its own; a child of a live parent
+ *   probe server SIZE                     holds SIZE, then runs "probe pieces SIZE SIZE" as its
+ *                                         child and prints "child exited STATUS"
  *   probe leak SIZE COUNT                 allocations never freed: left to the exit
  *   probe late SIZE                       an allocation read and freed by an exit handler that
  *                                         runs after tiermem's (as C++ static destructors do)
@@ -441,6 +443,27 @@ static int run_fork(void)
     return 0;
 }
 
+/* ---------------------------------------------------------------- a server and its child */
+
+/* Holds one allocation of `size`, then starts this program again as a child ("pieces SIZE
+ * SIZE") while holding it: the two share one lower-tier budget. */
+static int run_server(const char *size, const char *self_path)
+{
+    probe_init();
+    CUdeviceptr held;
+    CHECK(cuMemAlloc(&held, probe_parse_size(size)));
+    printf("server holds %s\n", size);
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        execl(self_path, self_path, "pieces", size, size, (char *)NULL);
+        _exit(127);
+    }
+    printf("child exited %d\n", wait_child(pid));
+    CHECK(cuMemFree(held));
+    return 0;
+}
+
 /* ---------------------------------------------------------------- leaving */
 
 static int run_leak(size_t size, int count)
@@ -615,6 +638,8 @@ int main(int argc, char **argv)
         return run_threads(atoi(argv[2]), atoi(argv[3]));
     if (argc == 2 && strcmp(argv[1], "fork") == 0)
         return run_fork();
+    if (argc == 3 && strcmp(argv[1], "server") == 0)
+        return run_server(argv[2], argv[0]);
     if (argc == 4 && strcmp(argv[1], "leak") == 0)
         return run_leak(probe_parse_size(argv[2]), atoi(argv[3]));
     if (argc == 2 && strcmp(argv[1], "ctx") == 0)

@@ -121,6 +121,10 @@ start_exporter "$d" "${SIM[@]}" "${TIERED[@]}" "$TM"
 env "${SIM[@]}" "${TIERED[@]}" "$TM" timeout 60 "$PEER" import "$d" forge >"$d/forged.out" 2>&1
 check_eq "a forged handle is refused" "$(line "importer: open" "$d/forged.out")" CUDA_ERROR_INVALID_VALUE
 check "with a line that says why" grep -q "ipc: cuIpcOpenMemHandle: process [0-9]* made no such handle" "$d/forged.out"
+env "${SIM[@]}" "${TIERED[@]}" "$TM" timeout 60 "$PEER" import "$d" huge >"$d/huge.out" 2>&1
+check_eq "a handle whose size field says 2^62 is refused" "$(line "importer: open" "$d/huge.out")" CUDA_ERROR_INVALID_VALUE
+check "  with a line naming both sizes" \
+  grep -q "ipc: cuIpcOpenMemHandle: the handle says 4611686018427387904 bytes, but process [0-9]* exported [0-9]*: refused" "$d/huge.out"
 env "${SIM[@]}" timeout 60 "$PEER" import "$d" >"$d/plain.out" 2>&1
 check_eq "a process without tiermem cannot open a tiermem handle" "$(line "importer: open" "$d/plain.out")" \
   CUDA_ERROR_INVALID_VALUE

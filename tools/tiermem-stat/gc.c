@@ -49,10 +49,10 @@ static bool leftover(int fd, const char *path, pid_t pid, struct stat *st)
 
 /* Under the ledger's lock (when there is one): the owner is still gone and the name still
  * names the file read. */
-static bool remove_checked(int dir_fd, const char *name, pid_t pid, const struct stat *read, tm_ledger_file *ledger)
+static bool remove_checked(int dir_fd, const char *name, pid_t pid, const struct stat *read, tm_ledger_held *ledger)
 {
-    if (ledger)
-        tm_ledger_take(ledger);
+    if (ledger && !tm_ledger_take(ledger))
+        return false; /* not checked under the lock: left for a later run */
     struct stat now;
     bool removed = gone(pid) && !(ledger && tm_ledger_holds(ledger, pid)) &&
                    fstatat(dir_fd, name, &now, AT_SYMLINK_NOFOLLOW) == 0 && now.st_dev == read->st_dev &&
@@ -66,11 +66,10 @@ int tm_stats_gc(const char *dir, const char *ledger_path)
 {
     bool missing;
     char why[4200];
-    tm_ledger_file *ledger = tm_ledger_map(ledger_path, &missing, why, sizeof why);
+    tm_ledger_held *ledger = tm_ledger_map(ledger_path, &missing, why, sizeof why);
     if (!ledger && (ledger_path || !missing))
         fprintf(stderr, "tiermem-stat: the ledger %s; regions are removed without its lock\n", why);
-    if (ledger) {
-        tm_ledger_take(ledger);
+    if (ledger && tm_ledger_take(ledger)) {
         tm_ledger_reclaim(ledger, ledger_path);
         tm_ledger_give(ledger);
     }

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "policy/units.h"
+#include "preload/region/ledger_file.h"
 #include "preload/region/ledger_layout.h"
 #include "preload/base/proc_start.h"
 
@@ -24,19 +25,15 @@ static int refuse(const char *path, const char *why)
 
 static int read_ledger(const char *path, tm_ledger_file *out)
 {
-    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (fd < 0)
         return refuse(path, errno == ELOOP ? "a symbolic link, not read" : strerror(errno));
-    struct stat st;
-    int status = 0;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
-        status = refuse(path, "not a regular file");
-    else if (st.st_size != (off_t)sizeof *out || pread(fd, out, sizeof *out, 0) != (ssize_t)sizeof *out)
-        status = refuse(path, "not a tiermem ledger of this version (its size differs)");
-    else if (memcmp(out->magic, TM_LEDGER_MAGIC, sizeof out->magic) != 0 || out->version != TM_LEDGER_VERSION)
-        status = refuse(path, "not a tiermem ledger of this version");
+    bool damaged;
+    const char *why = tm_ledger_file_refusal(fd, false, 0, true);
+    if (!why)
+        why = tm_ledger_file_read(fd, out, &damaged);
     close(fd);
-    return status;
+    return why ? refuse(path, why) : 0;
 }
 
 int tm_ledger_print(const char *path)
@@ -83,7 +80,7 @@ int tm_ledger_print(const char *path)
     for (int n = 0; n < TM_LEDGER_NODES; n++)
         if (ledger->node[n] >= 0)
             printf(" %13s%-2d", "node ", (int)ledger->node[n]);
-    printf("\n");
+    printf("  BUDGET\n");
     for (int i = 0; i < TM_LEDGER_PROCESSES; i++) {
         const tm_ledger_entry *e = &ledger->entry[i];
         if (e->pid <= 0)
@@ -94,7 +91,13 @@ int tm_ledger_print(const char *path)
             if (ledger->node[n] >= 0)
                 printf(" %15s", tm_format_size(e->bytes[n], h, sizeof h));
         }
-        printf("\n");
+        /* whose budget it counts against: a group's, its own, or its server's */
+        if (e->family == 0)
+            printf("  group\n");
+        else if (e->family == e->pid)
+            printf("  own\n");
+        else
+            printf("  process %d's\n", (int)e->family);
     }
     free(ledger);
     return 0;
