@@ -333,7 +333,8 @@ static void usage(FILE *to)
                 "       tiermem-stat --serve [HOST:]PORT PID|PATH\n"
                 "       tiermem-stat --gc [LEDGER]   (leftovers of processes that are gone)\n"
                 "       tiermem-stat --ledger [PATH]   (the lower-tier bytes tiermem processes share)\n"
-                "       tiermem-stat            (every live process under libtiermem.so)\n");
+                "       tiermem-stat            (every live process under libtiermem.so)\n"
+                "       tiermem-stat --version\n");
 }
 
 static bool all_digits(const char *s)
@@ -354,6 +355,7 @@ int main(int argc, char **argv)
         { "heat", no_argument, NULL, 'H' },     { "gc", no_argument, NULL, 'g' },
         { "prometheus", no_argument, NULL, 'P' }, { "serve", required_argument, NULL, 'S' },
         { "ledger", no_argument, NULL, 'L' },   { "help", no_argument, NULL, 'h' },
+        { "version", no_argument, NULL, 'V' },
         { NULL, 0, NULL, 0 },
     };
     bool json = false, watch = false, gc = false, by_heat = false, prometheus = false, ledger = false;
@@ -385,6 +387,7 @@ int main(int argc, char **argv)
         case 'g': gc = true; break;
         case 'L': ledger = true; break;
         case 'h': usage(stdout); return 0;
+        case 'V': printf("tiermem-stat %s\n", TM_VERSION); return 0;
         default: usage(stderr); return 1;
         }
     }
