@@ -505,9 +505,10 @@ int tm_stats_serve(const char *addr, const char *dir, const char *path, pid_t pi
     unsigned limit = connection_limit();
     struct MHD_Daemon *d = MHD_start_daemon(
         MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_request, &target,
+        MHD_OPTION_EXTERNAL_LOGGER, log_limited, NULL, /* first: every message goes through it */
         MHD_OPTION_SOCK_ADDR, &sa, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)SERVE_THREADS,
         MHD_OPTION_CONNECTION_LIMIT, limit, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)TM_STATS_SERVE_TIMEOUT_S,
-        MHD_OPTION_EXTERNAL_LOGGER, log_limited, NULL, MHD_OPTION_END);
+        MHD_OPTION_END);
     if (!d) {
         pthread_sigmask(SIG_SETMASK, &old, NULL);
         fprintf(stderr, "tiermem-stat: cannot listen on %s (in use, or not permitted)\n", addr);
