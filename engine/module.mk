@@ -13,7 +13,8 @@ ENGINE_LIB_SRCS := engine/error.c engine/gguf.c engine/tokenizer.c engine/tokeni
 ENGINE_LIB_OBJS := $(ENGINE_LIB_SRCS:%.c=$(O)/obj/%.o)
 ENGINE_LIB_LIBS := -luring -lpcre2-8 -ldl -lm
 ENGINE_FATBIN_OBJ := $(O)/obj/kernels/fatbin_embed.o
-ENGINE_SERVE_SRCS := engine/serve_loop.c engine/serve_http.c engine/serve_api.c engine/serve_metrics.c
+ENGINE_SERVE_SRCS := engine/serve_loop.c engine/serve_http.c engine/serve_api.c engine/serve_metrics.c \
+                     tools/tiermem-stat/prom_text.c
 ENGINE_SERVE_OBJS := $(ENGINE_SERVE_SRCS:%.c=$(O)/obj/%.o)
 
 $(O)/obj/engine/%.o: CPPFLAGS += $(CUDA_CPPFLAGS)

@@ -1,9 +1,10 @@
-# Debian packages the build and the tests need. `make deps` installs the missing ones as
+# Debian packages the build and the tests need (prometheus: its promtool checks the
+# exporters' text). `make deps` installs the missing ones as
 # root and otherwise prints the exact command; with everything present it does nothing.
 DEB_PACKAGES := build-essential pkg-config clang llvm libnuma-dev liburing-dev libcxl-dev \
                 libbpf-dev bpftool uthash-dev libelf-dev zlib1g-dev libcmocka-dev numactl \
                 systemtap-sdt-dev jq gnuplot-nox libmicrohttpd-dev libjansson-dev curl libpcre2-dev \
-                groff-base man-db nettle-dev patchelf
+                groff-base man-db nettle-dev patchelf prometheus
 
 deps:
 	@missing=$$(for p in $(DEB_PACKAGES); do \

@@ -389,6 +389,7 @@ static void fill(int s, CUdeviceptr key, uint64_t bytes)
     sl->state = SLOT_FILLING;
     sl->key = key;
     ring.streamed_bytes += bytes;
+    tm_stat_add(streamed_bytes, bytes);
 }
 
 /* A chunk the launch reads that no slot holds: copied now into a slot an earlier launch

@@ -313,7 +313,7 @@ void tm_stats_migrated(tm_tier_id from, tm_tier_id to, uint64_t count)
 
 /* ---------------------------------------------------------------- devices */
 
-int tm_stats_device_add(int ordinal, int host_node, uint64_t hbm_limit)
+int tm_stats_device_add(int ordinal, int host_node, uint64_t hbm_limit, const uint8_t uuid[16])
 {
     uint32_t slot = __atomic_fetch_add(&tm_stats->device_count, 1, __ATOMIC_RELAXED);
     if (slot >= TM_STATS_DEVICES) {
@@ -324,6 +324,8 @@ int tm_stats_device_add(int ordinal, int host_node, uint64_t hbm_limit)
     d->ordinal = ordinal;
     d->host_node = host_node;
     d->hbm_limit = hbm_limit;
+    if (uuid)
+        memcpy(d->uuid, uuid, sizeof d->uuid);
     return (int)slot;
 }
 

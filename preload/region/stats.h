@@ -51,8 +51,8 @@ void tm_stats_tier_absent(tm_tier_id tier);
 void tm_stats_migrated(tm_tier_id from, tm_tier_id to, uint64_t count);
 
 /* A device set up for tiering: its entry in the region (-1 when all are taken), then its
- * HBM usage as it changes. */
-int tm_stats_device_add(int ordinal, int host_node, uint64_t hbm_limit);
+ * HBM usage as it changes. `uuid` may be NULL (unknown). */
+int tm_stats_device_add(int ordinal, int host_node, uint64_t hbm_limit, const uint8_t uuid[16]);
 void tm_stats_device_set(int slot, uint64_t hbm_used, uint64_t hbm_chunks);
 
 /* Records of chunked and managed allocations. Returns the slot, or -1 when the region is

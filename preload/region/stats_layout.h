@@ -86,7 +86,8 @@ typedef struct tm_stats_device {
     uint64_t hbm_used;        /* placed now (chunks and small allocations) */
     uint64_t hbm_peak;        /* highest hbm_used */
     uint64_t hbm_chunks;      /* chunks placed now */
-    uint64_t reserved[3];
+    uint8_t uuid[16];         /* the device's UUID (cuDeviceGetUuid); all zero: unknown */
+    uint64_t reserved[1];
 } tm_stats_device;            /* 64 bytes */
 
 typedef struct tm_stats_header {
@@ -158,7 +159,8 @@ typedef struct tm_stats_header {
     uint64_t chunks_reused;       /* chunks of chunked allocations mapped from the pool of
                                    * chunks freed before (in what was reserved space) */
     uint64_t chunks_created;      /* ... created for them (cuMemCreate) */
-    uint64_t heat_reserved[1];
+    uint64_t streamed_bytes;      /* bytes the stream ring copied into HBM staging slots
+                                   * (stream_ring.h), in all; 0 without streaming */
     /* devices (version 4) */
     uint32_t device_count;        /* entries of devices[] in use */
     uint32_t device_reserved;

@@ -94,8 +94,11 @@ static bool set_up(tm_device *device, CUdevice ordinal)
         tm_ledger_join(config, &device->tiers);
         tm_stats_open(config, &setup);
     }
+    CUuuid uuid;
+    bool have_uuid = tm_real.cuDeviceGetUuid_v2 && tm_real.cuDeviceGetUuid_v2(&uuid, ordinal) == CUDA_SUCCESS;
     device->stats_slot = tm_stats_device_add(ordinal, device->tiers.tier[TM_TIER_DDR].node,
-                                             device->tiers.tier[TM_TIER_HBM].limit);
+                                             device->tiers.tier[TM_TIER_HBM].limit,
+                                             have_uuid ? (const uint8_t *)uuid.bytes : NULL);
     log_start_up(device, found, config);
     if (!first_device) {
         /* heat rebalancing, the file tier and streaming move the first device's chunks; the

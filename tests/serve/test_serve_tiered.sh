@@ -31,10 +31,10 @@ check_eq "a completion through the tiered pool: the reference text" "$(jq -r '.c
 
 "$B/bin/tiermem-stat" --prometheus "$T/region" >"$T/prom" 2>"$T/prom.err"
 check "tiermem-stat --prometheus exits 0" test $? -eq 0
-check "  the process is running" grep -q '^tiermem_process_running 1$' "$T/prom"
-check "  bytes in HBM" grep -qE '^tiermem_tier_used_bytes\{tier="hbm",node="[0-9-]+"\} [1-9][0-9]*$' "$T/prom"
+check "  the process is running" grep -qE '^tiermem_process_running\{pid="[0-9]+",device="0",uuid="[^"]*"\} 1$' "$T/prom"
+check "  bytes in HBM" grep -qE '^tiermem_tier_used_bytes\{pid="[0-9]+",.*,tier="hbm",node="[0-9-]+"\} [1-9][0-9]*$' "$T/prom"
 check "  chunks spilled below HBM" \
-  awk '/^tiermem_tier_chunks\{tier="(cxl|ddr)"/ { n += $2 } END { exit !(n > 0) }' "$T/prom"
+  awk '/^tiermem_tier_chunks\{.*tier="(cxl|ddr)"/ { n += $2 } END { exit !(n > 0) }' "$T/prom"
 check "  every sample line is name{labels} value" \
   bash -c "grep -v '^#' '$T/prom' | grep -vqE '^tiermem_[a-z_]+(\{[^}]*\})? [0-9.e+-]+$' && exit 1 || exit 0"
 check "  HELP and TYPE for each family" test "$(grep -c '^# TYPE ' "$T/prom")" -eq "$(grep -c '^# HELP ' "$T/prom")"
@@ -48,7 +48,7 @@ for _ in $(seq 300); do
 done
 check "tiermem-stat --serve listens" test -n "$XURL"
 curl -s --max-time 10 "$XURL" >"$T/served"
-check "  /metrics has the tier figures" grep -q '^tiermem_tier_limit_bytes{tier="hbm"' "$T/served"
+check "  /metrics has the tier figures" grep -qE '^tiermem_tier_limit_bytes\{pid="[0-9]+",.*tier="hbm"' "$T/served"
 check_eq "  another path: 404" "$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 "${XURL%/metrics}/other")" 404
 kill -TERM $XPID; wait $XPID
 check_eq "  exits 0 on SIGTERM" "$?" 0
@@ -61,5 +61,5 @@ stop_server
 check_eq "the tiered server exits 0 on SIGTERM" "$SRC" 0
 SPID=
 "$B/bin/tiermem-stat" --prometheus "$T/region" >"$T/prom2"
-check "after exit the region says so" grep -q '^tiermem_process_running 0$' "$T/prom2"
+check "after exit the region says so" grep -qE '^tiermem_process_running\{pid="[0-9]+",[^}]*\} 0$' "$T/prom2"
 done_testing

@@ -196,6 +196,10 @@ static void bench_matvec(int32_t n_tokens, int reps) {
 }
 
 int main(int argc, char **argv) {
+    if (argc > 1 && !strcmp(argv[1], "--version")) {
+        printf("bench-kernels %s\n", TM_VERSION);
+        return 0;
+    }
     int quick = argc > 1 && !strcmp(argv[1], "--quick");
     printf("bench-kernels: the C twins of libtiermem-kernels.so\n");
     int32_t counts[2] = {1, 0};

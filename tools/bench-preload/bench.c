@@ -14,7 +14,8 @@
  * With --registry it measures the interposer's registry alone (no driver): a lookup at 10
  * and at 100 000 live records ("registry_10", "registry_100000"). With --rate N SECONDS it
  * launches the touch4 kernel N times a second for SECONDS (a steady load for a collector
- * to watch) and prints "rate LAUNCHES_PER_SECOND" and "launch_touch4 NS" (its launch cost). */
+ * to watch) and prints "rate LAUNCHES_PER_SECOND" and "launch_touch4 NS" (its launch cost).
+ * --version prints the version. */
 #include <cuda.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -179,6 +180,10 @@ static void bench_rate(CUmodule module, double rate, double seconds)
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
+    if (argc == 2 && strcmp(argv[1], "--version") == 0) {
+        printf("bench-preload %s\n", TM_VERSION);
+        return 0;
+    }
     if (argc == 2 && strcmp(argv[1], "--registry") == 0) {
         bench_registry();
         bench_host_ranges();

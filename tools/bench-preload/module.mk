@@ -14,4 +14,5 @@ $(BENCH_PRELOAD_KERNELS): $(O)/obj/tools/bench-preload/kernels.o
 $(O)/bin/bench-preload: $(O)/obj/tools/bench-preload/bench.o $(O)/obj/preload/mem/registry.o $(O)/obj/preload/model/host_ranges.o \
     $(O)/lib/simcuda/libcuda.so.1 | $(BENCH_PRELOAD_KERNELS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) $(filter %.o,$^) -o $@ -L$(O)/lib/simcuda -l:libcuda.so.1 -lpthread
+	$(CC) $(CFLAGS) $(LDFLAGS) $(filter %.o,$^) -o $@ -L$(O)/lib/simcuda -l:libcuda.so.1 \
+	      -Wl,--enable-new-dtags,-rpath,'$$ORIGIN/../lib/simcuda' -lpthread

@@ -4,14 +4,100 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "policy/units.h"
 #include "tools/tiermem-stat/gc.h"
-#include "tools/tiermem-stat/stats_read.h"
+#include "tools/tiermem-stat/stat_json.h"
+
+void tm_stats_command(pid_t pid, char *buf, size_t len)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/comm", (int)pid);
+    buf[0] = '\0';
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    ssize_t n = read(fd, buf, len - 1);
+    close(fd);
+    if (n <= 0) {
+        buf[0] = '\0';
+        return;
+    }
+    buf[n] = '\0';
+    if (buf[n - 1] == '\n')
+        buf[n - 1] = '\0';
+    for (char *c = buf; *c; c++)
+        if ((unsigned char)*c < 0x20 || (unsigned char)*c >= 0x7f)
+            *c = '?';
+}
+
+static int by_pid(const void *a, const void *b)
+{
+    pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
+    return (x > y) - (x < y);
+}
+
+int tm_stats_read_live(const char *dir, tm_stats_live **live)
+{
+    *live = NULL;
+    DIR *d = opendir(dir);
+    if (!d) {
+        fprintf(stderr, "tiermem-stat: %s: %s\n", dir, strerror(errno));
+        return -1;
+    }
+    /* the pids first, so that the regions are read in order and at most the cap of them */
+    size_t n = 0, cap = 0;
+    pid_t *pids = NULL;
+    for (struct dirent *e; (e = readdir(d));) {
+        pid_t pid = tm_stats_pid_of_name(e->d_name);
+        if (!pid || (kill(pid, 0) != 0 && errno == ESRCH))
+            continue;
+        if (n == cap) {
+            size_t more = cap ? cap * 2 : 64;
+            pid_t *grown = realloc(pids, more * sizeof *pids);
+            if (!grown)
+                break;
+            pids = grown;
+            cap = more;
+        }
+        pids[n++] = pid;
+    }
+    closedir(d);
+    if (n)
+        qsort(pids, n, sizeof *pids, by_pid);
+    int count = 0;
+    tm_stats_live *out = n ? calloc(n < TM_STATS_LIVE_MAX ? n : TM_STATS_LIVE_MAX, sizeof *out) : NULL;
+    for (size_t i = 0; out && i < n && count < TM_STATS_LIVE_MAX; i++) {
+        tm_stats_live *l = &out[count];
+        char why[512];
+        if (tm_stats_read_pid(pids[i], &l->snapshot, why, sizeof why) != 0)
+            continue;
+        l->pid = pids[i];
+        tm_stats_command(pids[i], l->command, sizeof l->command);
+        tm_stats_default_path(pids[i], l->path, sizeof l->path);
+        count++;
+    }
+    free(pids);
+    if (!count) {
+        free(out);
+        out = NULL;
+    }
+    *live = out;
+    return count;
+}
+
+void tm_stats_live_free(tm_stats_live *live, int count)
+{
+    for (int i = 0; i < count; i++)
+        tm_stats_snapshot_free(&live[i].snapshot);
+    free(live);
+}
 
 /* "12.0 GiB/70.0 GiB" for a present tier, "-" for an absent one. */
 static const char *tier_usage(const tm_stats_tier *tier, char *buf, size_t len)
@@ -26,33 +112,59 @@ static const char *tier_usage(const tm_stats_tier *tier, char *buf, size_t len)
 
 int tm_stats_list(const char *dir)
 {
-    DIR *d = opendir(dir);
-    if (!d) {
-        fprintf(stderr, "tiermem-stat: %s: %s\n", dir, strerror(errno));
+    tm_stats_live *live;
+    int count = tm_stats_read_live(dir, &live);
+    if (count < 0)
+        return -1;
+    if (!count) {
+        printf("tiermem-stat: no live process under libtiermem.so (no readable region in %s)\n", dir);
         return 0;
     }
-    int listed = 0;
-    for (struct dirent *e; (e = readdir(d));) {
-        pid_t pid = tm_stats_pid_of_name(e->d_name);
-        if (!pid || (kill(pid, 0) != 0 && errno == ESRCH))
-            continue;
-        tm_stats_snapshot s;
-        char why[512];
-        if (tm_stats_read_pid(pid, &s, why, sizeof why) != 0)
-            continue;
-        if (listed++ == 0)
-            printf("%8s  %6s  %-23s  %-23s  %-23s  %8s  %s\n", "PID", "DEVICE", "HBM USED/LIMIT",
-                   "CXL USED/LIMIT", "DDR USED/LIMIT", "CHUNKED", "POLICY");
+    printf("%8s  %6s  %-23s  %-23s  %-23s  %-15s  %10s  %8s  %s\n", "PID", "DEVICE", "HBM USED/LIMIT",
+           "CXL USED/LIMIT", "DDR USED/LIMIT", "COMMAND", "MIGRATIONS", "CHUNKED", "POLICY");
+    for (int i = 0; i < count; i++) {
+        const tm_stats_header *h = &live[i].snapshot.header;
         char tiers[TM_STATS_TIERS][64];
-        printf("%8d  %6d  %-23s  %-23s  %-23s  %8llu  %.16s\n", (int)pid, (int)s.header.device,
-               tier_usage(&s.header.tier[0], tiers[0], sizeof tiers[0]),
-               tier_usage(&s.header.tier[1], tiers[1], sizeof tiers[1]),
-               tier_usage(&s.header.tier[2], tiers[2], sizeof tiers[2]),
-               (unsigned long long)s.header.tiered_count, s.header.policy);
-        tm_stats_snapshot_free(&s);
+        printf("%8d  %6d  %-23s  %-23s  %-23s  %-15.15s  %10llu  %8llu  %.16s\n", (int)live[i].pid, (int)h->device,
+               tier_usage(&h->tier[0], tiers[0], sizeof tiers[0]), tier_usage(&h->tier[1], tiers[1], sizeof tiers[1]),
+               tier_usage(&h->tier[2], tiers[2], sizeof tiers[2]), live[i].command[0] ? live[i].command : "-",
+               (unsigned long long)h->migrations, (unsigned long long)h->tiered_count, h->policy);
     }
-    closedir(d);
-    if (!listed)
-        printf("tiermem-stat: no live process under libtiermem.so (no readable region in %s)\n", dir);
-    return listed;
+    tm_stats_live_free(live, count);
+    return count;
+}
+
+int tm_stats_list_json(const char *dir, bool by_heat)
+{
+    tm_stats_live *live;
+    int count = tm_stats_read_live(dir, &live);
+    if (count < 0)
+        return -1;
+    json_t *all = json_array();
+    for (int i = 0; all && i < count; i++) {
+        const tm_stats_snapshot *s = &live[i].snapshot;
+        size_t *order = malloc((s->record_count ? s->record_count : 1) * sizeof *order);
+        json_t *one = NULL;
+        if (order) {
+            for (size_t r = 0; r < s->record_count; r++)
+                order[r] = r;
+            if (by_heat)
+                tm_heat_view_order(s->heat, s->record_count, order);
+            one = tm_stats_json(s, live[i].path, live[i].command,
+                                s->header.state == TM_STATS_EXITED ? "exited" : "running", order);
+            free(order);
+        }
+        if (!one || json_array_append_new(all, one) != 0) {
+            json_decref(all);
+            all = NULL;
+        }
+    }
+    tm_stats_live_free(live, count);
+    if (!all) {
+        fprintf(stderr, "tiermem-stat: out of memory\n");
+        return -1;
+    }
+    int rc = tm_stats_json_write(all, stdout);
+    json_decref(all);
+    return rc;
 }

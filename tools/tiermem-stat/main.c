@@ -1,31 +1,39 @@
-/* tiermem-stat — prints the stats region of a process running under libtiermem.so.
+/* tiermem-stat — prints the stats regions of processes running under libtiermem.so.
  *
- *   tiermem-stat [--json|--prometheus] [--heat] [--watch] [--interval SECONDS] [--count N] PID|PATH
- *   tiermem-stat --serve [HOST:]PORT PID|PATH
+ *   tiermem-stat [--json|--prometheus] [--heat] [--watch] [--interval SECONDS] [--count N] [PID|PATH]
+ *   tiermem-stat --serve [HOST:]PORT [PID|PATH]
  *   tiermem-stat --gc [LEDGER]
  *   tiermem-stat --ledger [PATH]
- *   tiermem-stat
+ *   tiermem-stat --version
  *
- * PID reads /dev/shm/tiermem.PID; a PATH reads a region kept with TIERMEM_STATS=PATH.
- * The table shows each tier (limit, bytes in use, peak, chunks), the allocation counts,
- * every chunked or managed allocation (address, size, chunks per tier, how it was asked
- * for, its heat and class) and the calls per hooked driver function. --json prints the
- * same as one JSON object, with the heat of every chunk; --prometheus prints it in the
- * Prometheus text format, and --serve ADDR serves that at http://ADDR/metrics until
- * SIGTERM (prometheus.c). --heat lists allocations hottest first. --watch reprints every
- * interval (default 1 s) until the process exits; --count stops after N prints. A PID's
- * region must belong to the user the process runs as. --gc removes the regions of
- * processes that are gone (killed before they could) and frees their entries in the
- * ledger (LEDGER, default this user's), checking each region again under its lock (gc.c). With no argument, every live
- * process under libtiermem.so gets one line. --ledger prints the ledger the processes of
- * this user (or PATH's group) share their lower-tier budgets through (ledger_view.c).
- * Exit status: 0, 1 bad arguments, 2 no readable region. */
+ * PID reads that process's default region; a PATH reads a region kept with
+ * TIERMEM_STATS=PATH. The table shows each tier (limit, bytes in use, peak, chunks), the
+ * allocation counts, every chunked or managed allocation (address, size, chunks per tier,
+ * how it was asked for, its heat and class) and the calls per hooked driver function.
+ * --json prints the same as one JSON object (stat_json.c), with the heat of every chunk;
+ * --prometheus prints it in the Prometheus text format, and --serve ADDR serves that at
+ * http://ADDR/metrics until SIGTERM (prometheus.c). --heat lists allocations hottest
+ * first. --watch reprints every interval (default 1 s) until the process exits; --count
+ * stops after N prints. A PID's region must belong to the user the process runs as.
+ *
+ * Without PID or PATH every live process under libtiermem.so is shown: one line each
+ * (list.c), a JSON array of their objects with --json, all of them in one exposition with
+ * --prometheus, and --serve follows them as they start and exit (one exporter per node).
+ *
+ * --gc removes the regions of processes that are gone (killed before they could) and
+ * frees their entries in the ledger (LEDGER, default this user's), checking each region
+ * again under its lock (gc.c). --ledger prints the ledger the processes of this user (or
+ * PATH's group) share their lower-tier budgets through (ledger_view.c).
+ *
+ * Exit status: 0; 1 bad arguments; 2 no readable region (process N is not under
+ * libtiermem, or its region cannot be read); 3 no process N (and no region of it). */
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -34,22 +42,15 @@
 #include "tools/tiermem-stat/ledger_view.h"
 #include "tools/tiermem-stat/list.h"
 #include "tools/tiermem-stat/prometheus.h"
+#include "tools/tiermem-stat/stat_json.h"
 #include "tools/tiermem-stat/stats_read.h"
 
-static const char *path_name(uint32_t path)
-{
-    switch (path) {
-    case TM_PATH_MEM_ALLOC: return "cuMemAlloc";
-    case TM_PATH_MEM_ALLOC_PITCH: return "cuMemAllocPitch";
-    case TM_PATH_MEM_ALLOC_ASYNC: return "cuMemAllocAsync";
-    case TM_PATH_MEM_ALLOC_POOL: return "cuMemAllocFromPoolAsync";
-    case TM_PATH_MEM_CREATE: return "cuMemCreate";
-    case TM_PATH_MEM_ALLOC_MANAGED: return "cuMemAllocManaged";
-    default: return "?";
-    }
-}
+/* Where the processes' regions are looked for. */
+#define REGION_DIR "/dev/shm"
 
-/* The region's path as it may be printed, in text and inside a JSON string. */
+enum { EXIT_BAD_ARGS = 1, EXIT_NO_REGION = 2, EXIT_NO_PROCESS = 3 };
+
+/* The region's path as it may be printed in text (JSON escapes it itself). */
 static const char *shown_path(const char *path)
 {
     static char shown[4096];
@@ -77,17 +78,6 @@ static int pair_target(int from, int slot)
     return slot < from ? slot : slot + 1;
 }
 
-/* Nanoseconds since the last rebalance pass, or -1 (none yet, or the process is gone: its
- * monotonic clock means nothing then). */
-static long long since_rebalance_ns(const tm_stats_header *h)
-{
-    struct timespec now;
-    if (!h->last_rebalance_ns || h->state == TM_STATS_EXITED || clock_gettime(CLOCK_MONOTONIC, &now) != 0)
-        return -1;
-    uint64_t ns = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
-    return ns > h->last_rebalance_ns ? (long long)(ns - h->last_rebalance_ns) : 0;
-}
-
 /* "moved hbm>ddr 5, ddr>hbm 5; last pass 0.12 s ago, its budget 20 MiB" */
 static void print_migration_pairs(const tm_stats_header *h)
 {
@@ -104,7 +94,7 @@ static void print_migration_pairs(const tm_stats_header *h)
         return;
     }
     char a[32];
-    long long since = since_rebalance_ns(h);
+    long long since = tm_stats_since_rebalance_ns(h);
     printf("%slast pass ", *sep == 'm' ? "" : "; ");
     if (since >= 0)
         printf("%.2f s ago", since / 1e9);
@@ -210,7 +200,7 @@ static void print_table(const tm_stats_snapshot *s, const char *path, const size
                 snprintf(address, sizeof address, "(handle)");
             char heat[16], with[96], tensor[sizeof r->name + 32] = "-";
             snprintf(heat, sizeof heat, v->chunk_count ? "%.3f" : "-", v->heat);
-            snprintf(with, sizeof with, "%s%s%s%s", path_name(r->path),
+            snprintf(with, sizeof with, "%s%s%s%s", tm_stats_path_name(r->path),
                      r->flags & TM_STATS_RECORD_PINNED_HOST ? " (pinned host)" : "",
                      r->flags & TM_STATS_RECORD_MANAGED && r->path != TM_PATH_MEM_ALLOC_MANAGED ? " (managed)" : "",
                      r->flags & TM_STATS_RECORD_READ_MOSTLY ? " (read-mostly)" : "");
@@ -234,106 +224,16 @@ static void print_table(const tm_stats_snapshot *s, const char *path, const size
     printf("%s\n", shown ? "" : " none");
 }
 
-/* ---------------------------------------------------------------- JSON */
-
-static void print_heat_json_header(const tm_stats_header *h)
-{
-    printf("\"heat_source\":\"%.16s\",\"heat_halflife_ns\":%llu,\"heat_samples\":%llu,\"heat_launches\":%llu,"
-           "\"heat_sample_every\":%llu,\"heat_sample_ns\":%llu,\"heat_chunks_dropped\":%llu,\"heat_collector_pid\":%d,\n",
-           h->heat_source, (unsigned long long)h->heat_tick_ns * TM_HEAT_TICKS_PER_HALFLIFE,
-           (unsigned long long)h->heat_samples, (unsigned long long)h->heat_launches,
-           (unsigned long long)h->heat_sample_every, (unsigned long long)h->heat_sample_ns,
-           (unsigned long long)h->heat_chunks_dropped, h->heat_collector_pid);
-}
-
-static void print_json(const tm_stats_snapshot *s, const char *path, const size_t *order)
-{
-    const tm_stats_header *h = &s->header;
-    printf("{\"pid\":%d,\"state\":\"%s\",\"region\":\"%s\",\"device\":%d,\"device_memory\":%llu,"
-           "\"chunk_size\":%llu,\"min_tiered\":%llu,\"hbm_reserve\":%llu,\"policy\":\"%.16s\","
-           "\"tier_order\":\"%.16s\",\"meminfo\":\"%.16s\",\"backing\":\"%s\",\n",
-           h->pid, state_name(h), shown_path(path), h->device, (unsigned long long)h->device_memory,
-           (unsigned long long)h->chunk_size, (unsigned long long)h->min_tiered, (unsigned long long)h->hbm_reserve,
-           h->policy, h->tier_order, h->meminfo, h->backing == TM_STATS_BACKING_PINNED_HOST ? "pinned_host" : "vmm");
-    printf("\"tiers\":[\n");
-    for (int t = 0; t < TM_STATS_TIERS; t++) {
-        const tm_stats_tier *tier = &h->tier[t];
-        printf("{\"name\":\"%.8s\",\"present\":%s,\"node\":%d,\"limit\":%llu,\"used\":%llu,\"peak\":%llu,"
-               "\"chunks\":%llu}%s\n",
-               tier->name, tier->present ? "true" : "false", tier->numa_node, (unsigned long long)tier->limit,
-               (unsigned long long)tier->used, (unsigned long long)tier->peak, (unsigned long long)tier->chunks,
-               t + 1 < TM_STATS_TIERS ? "," : "");
-    }
-    printf("],\n\"devices\":[");
-    for (uint32_t d = 0; d < h->device_count && d < TM_STATS_DEVICES; d++) {
-        const tm_stats_device *dev = &h->devices[d];
-        printf("%s{\"ordinal\":%d,\"host_node\":%d,\"hbm_limit\":%llu,\"hbm_used\":%llu,\"hbm_peak\":%llu,"
-               "\"hbm_chunks\":%llu}",
-               d ? ",\n" : "\n", dev->ordinal, dev->host_node, (unsigned long long)dev->hbm_limit,
-               (unsigned long long)dev->hbm_used, (unsigned long long)dev->hbm_peak,
-               (unsigned long long)dev->hbm_chunks);
-    }
-    printf("],\n\"small_count\":%llu,\"small_bytes\":%llu,\"tiered_count\":%llu,\"tiered_bytes\":%llu,"
-           "\"managed_count\":%llu,\"managed_bytes\":%llu,\"alloc_total\":%llu,\"free_total\":%llu,"
-           "\"oom_total\":%llu,\"passthrough_total\":%llu,\"records_dropped\":%llu,\n",
-           (unsigned long long)h->small_count, (unsigned long long)h->small_bytes,
-           (unsigned long long)h->tiered_count, (unsigned long long)h->tiered_bytes,
-           (unsigned long long)h->managed_count, (unsigned long long)h->managed_bytes,
-           (unsigned long long)h->alloc_total, (unsigned long long)h->free_total, (unsigned long long)h->oom_total,
-           (unsigned long long)h->passthrough_total, (unsigned long long)h->records_dropped);
-    print_heat_json_header(h);
-    printf("\"migrations\":%llu,\"migrated_bytes\":%llu,\"migration_rewrites\":%llu,\"pool_hits\":%llu,"
-           "\"pool_misses\":%llu,\"ping_pongs\":%llu,\"migrate_rate\":%llu,\"last_rebalance_ns\":%llu,\n",
-           (unsigned long long)h->migrations, (unsigned long long)h->migrated_bytes,
-           (unsigned long long)h->migration_rewrites, (unsigned long long)h->pool_hits,
-           (unsigned long long)h->pool_misses, (unsigned long long)h->ping_pongs,
-           (unsigned long long)h->migrate_rate, (unsigned long long)h->last_rebalance_ns);
-    printf("\"chunks_created\":%llu,\"chunks_reused\":%llu,",
-           (unsigned long long)h->chunks_created, (unsigned long long)h->chunks_reused);
-    printf("\"rebalance_budget\":%llu,\"since_rebalance_ns\":%lld,\"migrations_by_pair\":{",
-           (unsigned long long)h->rebalance_budget, since_rebalance_ns(h));
-    for (int from = 0; from < TM_STATS_TIERS; from++)
-        for (int slot = 0; slot < TM_STATS_TIERS - 1; slot++)
-            printf("%s\"%.8s>%.8s\":%llu", from || slot ? "," : "", h->tier[from].name,
-                   h->tier[pair_target(from, slot)].name, (unsigned long long)h->tier[from].migrated_out[slot]);
-    printf("},\n");
-    printf("\"name_moves_queued\":%llu,\"name_moves_done\":%llu,\"file_tier\":%s,\"file_dropped\":%llu,"
-           "\"file_drops\":%llu,\"file_faults\":%llu,\"file_fault_bytes\":%llu,\"file_refused\":%llu,\n",
-           (unsigned long long)h->name_moves_queued, (unsigned long long)h->name_moves_done,
-           h->file_tier ? "true" : "false", (unsigned long long)h->file_dropped, (unsigned long long)h->file_drops,
-           (unsigned long long)h->file_faults, (unsigned long long)h->file_fault_bytes,
-           (unsigned long long)h->file_refused);
-    printf("\"allocations\":[\n");
-    for (size_t k = 0; k < s->record_count; k++) {
-        size_t i = order[k];
-        const tm_stats_record *r = &s->records[i];
-        printf("{\"address\":%llu,\"size\":%llu,\"chunks\":{\"hbm\":%u,\"cxl\":%u,\"ddr\":%u},\"path\":\"%s\","
-               "\"pinned_host\":%s,\"managed\":%s,\"read_mostly\":%s,\"tensor\":%s%s%s,\"tensors\":%u",
-               (unsigned long long)r->address, (unsigned long long)r->size, r->chunks[0], r->chunks[1], r->chunks[2],
-               path_name(r->path), r->flags & TM_STATS_RECORD_PINNED_HOST ? "true" : "false",
-               r->flags & TM_STATS_RECORD_MANAGED ? "true" : "false",
-               r->flags & TM_STATS_RECORD_READ_MOSTLY ? "true" : "false",
-               r->name[0] ? "\"" : "", r->name[0] ? r->name : "null", r->name[0] ? "\"" : "", r->tensors);
-        tm_heat_view_json(stdout, &s->heat[i]);
-        printf("}%s\n", k + 1 < s->record_count ? "," : "");
-    }
-    printf("],\n\"calls\":{");
-    int shown = 0;
-    for (uint32_t i = 0; i < h->call_count; i++)
-        printf("%s\"%.*s\":%llu", shown++ ? "," : "", (int)sizeof s->calls[i].symbol, s->calls[i].symbol,
-               (unsigned long long)s->calls[i].calls);
-    printf("}}\n");
-}
-
 /* ---------------------------------------------------------------- main */
 
 static void usage(FILE *to)
 {
-    fprintf(to, "usage: tiermem-stat [--json|--prometheus] [--heat] [--watch] [--interval SECONDS] [--count N] PID|PATH\n"
-                "       tiermem-stat --serve [HOST:]PORT PID|PATH\n"
+    fprintf(to, "usage: tiermem-stat [--json|--prometheus] [--heat] [--watch] [--interval SECONDS] [--count N] [PID|PATH]\n"
+                "       tiermem-stat --serve [HOST:]PORT [PID|PATH]   (no PID: every process on this node)\n"
                 "       tiermem-stat --gc [LEDGER]   (leftovers of processes that are gone)\n"
                 "       tiermem-stat --ledger [PATH]   (the lower-tier bytes tiermem processes share)\n"
-                "       tiermem-stat            (every live process under libtiermem.so)\n");
+                "       tiermem-stat            (every live process under libtiermem.so)\n"
+                "       tiermem-stat --version\n");
 }
 
 static bool all_digits(const char *s)
@@ -346,6 +246,63 @@ static bool all_digits(const char *s)
     return true;
 }
 
+/* Why process `pid` has no region to read: exit 3 for no such process, 2 for a process
+ * not under libtiermem (no region of its own), else 2 with the reader's reason. */
+static int no_region(pid_t pid, const char *path, const char *why)
+{
+    char proc[64];
+    struct stat st;
+    snprintf(proc, sizeof proc, "/proc/%d", (int)pid);
+    bool region_exists = lstat(path, &st) == 0 || errno != ENOENT;
+    if (!region_exists && stat(proc, &st) != 0) {
+        fprintf(stderr, "tiermem-stat: no process %d\n", (int)pid);
+        return EXIT_NO_PROCESS;
+    }
+    if (!region_exists) {
+        fprintf(stderr, "tiermem-stat: process %d is not under libtiermem (it has no stats region %s: it runs "
+                "without libtiermem.so, has not allocated device memory yet, or keeps its region elsewhere with "
+                "TIERMEM_STATS)\n", (int)pid, shown_path(path));
+        return EXIT_NO_REGION;
+    }
+    fprintf(stderr, "tiermem-stat: %s\n", shown_path(why));
+    return EXIT_NO_REGION;
+}
+
+static void sleep_for(double interval)
+{
+    nanosleep(&(struct timespec){ .tv_sec = (time_t)interval,
+                                  .tv_nsec = (long)((interval - (double)(time_t)interval) * 1e9) }, NULL);
+}
+
+/* Every live process: the table, their JSON or their metrics, `count` times (< 0: until
+ * interrupted). */
+static int show_all(bool json, bool prometheus, bool by_heat, bool watch, double interval, long count)
+{
+    for (long printed = 0; count < 0 || printed < count; printed++) {
+        if (watch && !json && !prometheus)
+            printf("\033[H\033[2J");
+        int rc = 0;
+        if (json) {
+            rc = tm_stats_list_json(REGION_DIR, by_heat);
+        } else if (prometheus) {
+            tm_stats_live *live;
+            int n = tm_stats_read_live(REGION_DIR, &live);
+            rc = n < 0 ? -1 : tm_stats_print_prometheus(live, n, stdout);
+            if (n > 0)
+                tm_stats_live_free(live, n);
+        } else {
+            rc = tm_stats_list(REGION_DIR) < 0 ? -1 : 0;
+        }
+        fflush(stdout);
+        if (rc != 0)
+            return EXIT_NO_REGION;
+        if (printed + 1 == count)
+            break;
+        sleep_for(interval);
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static const struct option options[] = {
@@ -354,6 +311,7 @@ int main(int argc, char **argv)
         { "heat", no_argument, NULL, 'H' },     { "gc", no_argument, NULL, 'g' },
         { "prometheus", no_argument, NULL, 'P' }, { "serve", required_argument, NULL, 'S' },
         { "ledger", no_argument, NULL, 'L' },   { "help", no_argument, NULL, 'h' },
+        { "version", no_argument, NULL, 'V' },
         { NULL, 0, NULL, 0 },
     };
     bool json = false, watch = false, gc = false, by_heat = false, prometheus = false, ledger = false;
@@ -372,46 +330,57 @@ int main(int argc, char **argv)
             interval = strtod(optarg, &end);
             if (*end || !(interval > 0 && interval <= 3600)) {
                 fprintf(stderr, "tiermem-stat: --interval '%s' is not a number of seconds (0 to 3600)\n", optarg);
-                return 1;
+                return EXIT_BAD_ARGS;
             }
             break;
         case 'n':
             count = strtol(optarg, &end, 10);
             if (*end || count <= 0) {
                 fprintf(stderr, "tiermem-stat: --count '%s' is not a positive number\n", optarg);
-                return 1;
+                return EXIT_BAD_ARGS;
             }
             break;
         case 'g': gc = true; break;
         case 'L': ledger = true; break;
         case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 1;
+        case 'V': printf("tiermem-stat %s\n", TM_VERSION); return 0;
+        default: usage(stderr); return EXIT_BAD_ARGS;
         }
     }
     if (ledger && optind >= argc - 1)
         return tm_ledger_print(optind < argc ? argv[optind] : NULL);
     if (gc && optind >= argc - 1) {
-        printf("tiermem-stat: %d regions removed\n", tm_stats_gc("/dev/shm", optind < argc ? argv[optind] : NULL));
+        printf("tiermem-stat: %d regions removed\n", tm_stats_gc(REGION_DIR, optind < argc ? argv[optind] : NULL));
         return 0;
     }
-    if (!gc && !json && !prometheus && !serve && !watch && !by_heat && count < 0 && optind == argc) {
-        tm_stats_list("/dev/shm");
-        return 0;
-    }
-    if (gc || optind != argc - 1) {
+    if (gc || ledger || optind < argc - 1 || (json && prometheus)) {
         usage(stderr);
-        return 1;
+        return EXIT_BAD_ARGS;
+    }
+    if (serve && (json || prometheus || watch || by_heat || count >= 0)) {
+        fprintf(stderr, "tiermem-stat: --serve takes no other option (it serves the Prometheus text)\n");
+        return EXIT_BAD_ARGS;
+    }
+    if (optind == argc) {
+        if (serve)
+            return tm_stats_serve(serve, REGION_DIR, NULL, 0);
+        return show_all(json, prometheus, by_heat, watch, interval, watch || count > 0 ? count : 1);
     }
     char path[4096];
     pid_t pid = 0;
     if (all_digits(argv[optind])) {
-        pid = (pid_t)atol(argv[optind]);
+        long n = atol(argv[optind]);
+        if (n <= 0 || n > 0x3fffffff || strlen(argv[optind]) > 10) {
+            fprintf(stderr, "tiermem-stat: '%s' is not a process id\n", argv[optind]);
+            return EXIT_BAD_ARGS;
+        }
+        pid = (pid_t)n;
         tm_stats_default_path(pid, path, sizeof path);
-    }
-    else
+    } else {
         snprintf(path, sizeof path, "%s", argv[optind]);
+    }
     if (serve)
-        return tm_stats_serve(serve, path);
+        return tm_stats_serve(serve, REGION_DIR, path, pid);
     if (!watch && count < 0)
         count = 1;
 
@@ -425,13 +394,16 @@ int main(int argc, char **argv)
                 printf("tiermem: the process has exited (%s)\n", shown_path(why));
                 return 0;
             }
+            if (pid)
+                return no_region(pid, path, why);
             fprintf(stderr, "tiermem-stat: %s\n", shown_path(why));
-            return 2;
+            return EXIT_NO_REGION;
         }
         size_t *order = malloc((snapshot.record_count ? snapshot.record_count : 1) * sizeof *order);
         if (!order) {
             fprintf(stderr, "tiermem-stat: out of memory\n");
-            return 2;
+            tm_stats_snapshot_free(&snapshot);
+            return EXIT_NO_REGION;
         }
         for (size_t i = 0; i < snapshot.record_count; i++)
             order[i] = i;
@@ -439,19 +411,29 @@ int main(int argc, char **argv)
             tm_heat_view_order(snapshot.heat, snapshot.record_count, order);
         if (watch && !json && !prometheus)
             printf("\033[H\033[2J");
-        if (prometheus)
-            tm_stats_print_prometheus(&snapshot, stdout);
-        else if (json)
-            print_json(&snapshot, path, order);
-        else
+        int rc = 0;
+        tm_stats_live one = { .pid = (pid_t)snapshot.header.pid, .snapshot = snapshot };
+        tm_stats_command(one.pid, one.command, sizeof one.command);
+        if (prometheus) {
+            rc = tm_stats_print_prometheus(&one, 1, stdout);
+        } else if (json) {
+            json_t *doc = tm_stats_json(&snapshot, path, one.command[0] ? one.command : NULL, state_name(&snapshot.header),
+                                        order);
+            rc = doc ? tm_stats_json_write(doc, stdout) : -1;
+            if (!doc)
+                fprintf(stderr, "tiermem-stat: out of memory\n");
+            json_decref(doc);
+        } else {
             print_table(&snapshot, path, order);
+        }
         fflush(stdout);
         free(order);
         tm_stats_snapshot_free(&snapshot);
+        if (rc != 0)
+            return EXIT_NO_REGION;
         if (printed + 1 == count)
             break;
-        nanosleep(&(struct timespec){ .tv_sec = (time_t)interval,
-                                      .tv_nsec = (long)((interval - (double)(time_t)interval) * 1e9) }, NULL);
+        sleep_for(interval);
     }
     return 0;
 }

@@ -1,7 +1,9 @@
-# tools/tiermem-stat — prints the stats region of a process under libtiermem.so.
+# tools/tiermem-stat — prints the stats regions of processes under libtiermem.so, and
+# exports them to Prometheus (one exporter per node).
 TIERMEM_STAT_OBJS := $(O)/obj/tools/tiermem-stat/main.o $(O)/obj/tools/tiermem-stat/stats_read.o \
                      $(O)/obj/tools/tiermem-stat/gc.o $(O)/obj/tools/tiermem-stat/heat_view.o \
                      $(O)/obj/tools/tiermem-stat/list.o $(O)/obj/tools/tiermem-stat/prometheus.o \
+                     $(O)/obj/tools/tiermem-stat/prom_text.o $(O)/obj/tools/tiermem-stat/stat_json.o \
                      $(O)/obj/tools/tiermem-stat/ledger_view.o $(O)/obj/tools/tiermem-stat/ledger_lock.o \
                      $(O)/obj/preload/base/proc_start.o $(O)/obj/preload/base/libc_real.o \
                      $(O)/obj/preload/region/ledger_file.o \
@@ -11,4 +13,4 @@ INSTALL_FILES += $(O)/bin/tiermem-stat:bin/tiermem-stat
 
 $(O)/bin/tiermem-stat: $(TIERMEM_STAT_OBJS)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) $^ -lmicrohttpd -ldl -o $@
+	$(CC) $(LDFLAGS) $^ -lmicrohttpd -ljansson -lpthread -lm -ldl -o $@
