@@ -17,6 +17,8 @@ LIBTIERMEM=$B/lib/libtiermem.so
 TIERMEM_STAT=${TM_HOST_B:-$B}/bin/tiermem-stat
 export LD_LIBRARY_PATH=$B/lib/simcuda
 SCRATCH=$(mktemp -d)
+# where the interposer puts this user's stats regions (preload/region/region_path.h)
+REGIONS=/dev/shm/tiermem-$(id -u)
 trap 'rm -rf "$SCRATCH"' EXIT
 
 under_tiermem() {

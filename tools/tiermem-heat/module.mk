@@ -14,7 +14,8 @@ ifeq ($(strip $(EBPF_SKIP)),)
 TIERMEM_HEAT_OBJS := $(O)/obj/tools/tiermem-heat/main.o $(O)/obj/tools/tiermem-heat/chunk_heat.o \
                      $(O)/obj/tools/tiermem-heat/region_write.o \
                      $(O)/obj/tools/tiermem-heat/collector.o $(O)/obj/tools/tiermem-stat/stats_read.o \
-                     $(O)/obj/tools/tiermem-stat/heat_view.o $(O)/obj/policy/heat.o $(O)/obj/policy/units.o
+                     $(O)/obj/tools/tiermem-stat/heat_view.o $(O)/obj/preload/region/region_path.o \
+                     $(O)/obj/policy/heat.o $(O)/obj/policy/units.o
 BINS += $(O)/bin/tiermem-heat
 INSTALL_FILES += $(O)/bin/tiermem-heat:bin/tiermem-heat tools/tiermem-heat/tiermem-heatmap:bin/tiermem-heatmap
 

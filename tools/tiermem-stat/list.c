@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "policy/units.h"
 #include "tools/tiermem-stat/gc.h"
@@ -24,14 +25,22 @@ static const char *tier_usage(const tm_stats_tier *tier, char *buf, size_t len)
     return buf;
 }
 
-int tm_stats_list(const char *dir)
+typedef struct listing {
+    int listed;
+} listing;
+
+static void list_dir(int dir_fd, const char *dir, uid_t uid, void *arg)
 {
-    DIR *d = opendir(dir);
+    (void)dir;
+    (void)uid;
+    listing *l = arg;
+    int fd_copy = dup(dir_fd); /* fdopendir takes the descriptor over */
+    DIR *d = fd_copy >= 0 ? fdopendir(fd_copy) : NULL;
     if (!d) {
-        fprintf(stderr, "tiermem-stat: %s: %s\n", dir, strerror(errno));
-        return 0;
+        if (fd_copy >= 0)
+            close(fd_copy);
+        return;
     }
-    int listed = 0;
     for (struct dirent *e; (e = readdir(d));) {
         pid_t pid = tm_stats_pid_of_name(e->d_name);
         if (!pid || (kill(pid, 0) != 0 && errno == ESRCH))
@@ -40,7 +49,7 @@ int tm_stats_list(const char *dir)
         char why[512];
         if (tm_stats_read_pid(pid, &s, why, sizeof why) != 0)
             continue;
-        if (listed++ == 0)
+        if (l->listed++ == 0)
             printf("%8s  %6s  %-23s  %-23s  %-23s  %8s  %s\n", "PID", "DEVICE", "HBM USED/LIMIT",
                    "CXL USED/LIMIT", "DDR USED/LIMIT", "CHUNKED", "POLICY");
         char tiers[TM_STATS_TIERS][64];
@@ -52,7 +61,13 @@ int tm_stats_list(const char *dir)
         tm_stats_snapshot_free(&s);
     }
     closedir(d);
-    if (!listed)
-        printf("tiermem-stat: no live process under libtiermem.so (no readable region in %s)\n", dir);
-    return listed;
+}
+
+int tm_stats_list(const char *root)
+{
+    listing l = { 0 };
+    tm_stats_each_dir(root, list_dir, &l);
+    if (!l.listed)
+        printf("tiermem-stat: no live process under libtiermem.so (no readable region in %s/tiermem-<uid>)\n", root);
+    return l.listed;
 }
