@@ -119,19 +119,20 @@ static bool region_dir_ready(const char **refusal)
         *refusal = strerror(errno);
         return false;
     }
-    int fd = tm_libc_open(region_path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
-    struct stat st;
-    if (fd < 0 || fstat(fd, &st) != 0) {
-        *refusal = errno == ELOOP || errno == ENOTDIR ? "it is not a directory; it is left untouched"
-                                                       : strerror(errno);
-        if (fd >= 0)
+    if (made) { /* a umask may have taken bits off the one made here */
+        int fd = tm_libc_open(region_path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
+        if (fd >= 0) {
+            fchmod(fd, 0700);
             tm_libc_close(fd);
+        }
+    }
+    /* lstat needs no access to the directory: one of another user is named as such. In
+     * the sticky /dev/shm no one else can replace a directory of ours afterwards. */
+    struct stat st;
+    if (lstat(region_path, &st) != 0) {
+        *refusal = strerror(errno);
         return false;
     }
-    /* a umask may have taken bits off the one made here */
-    if (made && st.st_uid == uid && (st.st_mode & 07777) != 0700 && fchmod(fd, 0700) == 0)
-        st.st_mode = (st.st_mode & ~07777u) | 0700;
-    tm_libc_close(fd);
     const char *why = tm_region_dir_refusal(&st, uid);
     if (why) {
         static char reason[96];

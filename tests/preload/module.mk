@@ -12,6 +12,7 @@
 #   $(O)/tests/preload/ipc_peer       one side of a legacy CUDA IPC exchange between processes
 #   $(O)/tests/preload/pool_probe     chunked allocations freed and made again (pooled chunks)
 #   $(O)/tests/preload/collector_probe the heat policy on heat written into its region by a collector
+#   $(O)/tests/preload/region_scribble what a region's owner can write into it (hostile fields, random rewrites)
 #   $(O)/tests/preload/vmm_retain     cuMemRetainAllocationHandle on chunked memory and own handles
 #   $(O)/tests/preload/nvml_linked    NVML's memory answers beside cuMemGetInfo's, linked with
 #   $(O)/tests/preload/nvml_dlopen    libnvidia-ml.so.1, or reaching it with dlopen and dlsym
@@ -71,6 +72,10 @@ $(PRELOAD_TEST_DIR)/pool_probe: $(O)/obj/tests/preload/pool_probe.o $(O)/obj/tes
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) $(filter %.o,$^) -o $@ $(PRELOAD_TEST_LINK)
 
+$(PRELOAD_TEST_DIR)/region_scribble: $(O)/obj/tests/preload/region_scribble.o
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@
+
 $(PRELOAD_TEST_DIR)/collector_probe: $(O)/obj/tests/preload/collector_probe.o $(O)/obj/tests/preload/probe_util.o \
     $(O)/lib/simcuda/libcuda.so.1 | $(PRELOAD_TEST_KERNELS)
 	@mkdir -p $(@D)
@@ -121,7 +126,7 @@ TEST_SCRIPTS += $(sort $(wildcard tests/preload/test_*.sh))
 test-progs: $(PRELOAD_TEST_DIR)/probe $(PRELOAD_TEST_DIR)/doors $(PRELOAD_TEST_DIR)/heat_probe \
             $(PRELOAD_TEST_DIR)/serving $(PRELOAD_TEST_DIR)/devices $(PRELOAD_TEST_DIR)/filecopy $(PRELOAD_TEST_DIR)/migrate_stress \
             $(PRELOAD_TEST_DIR)/ipc_peer $(PRELOAD_TEST_DIR)/pool_probe $(PRELOAD_TEST_DIR)/vmm_retain \
-            $(PRELOAD_TEST_DIR)/collector_probe \
+            $(PRELOAD_TEST_DIR)/collector_probe $(PRELOAD_TEST_DIR)/region_scribble \
             $(PRELOAD_TEST_DIR)/nvml_linked $(PRELOAD_TEST_DIR)/nvml_dlopen \
             $(PRELOAD_TEST_KERNELS) \
             $(O)/lib/libtiermem.so $(O)/bin/tiermem-stat

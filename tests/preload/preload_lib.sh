@@ -40,6 +40,17 @@ json_tier_sum() {
   for tier in hbm cxl ddr; do value=$(json_tier "$1" "$tier" "$2"); sum=$((sum + ${value:-0})); done
   echo "$sum"
 }
+# check_sparse_read WHAT ARG: tiermem-stat ARG (a sparse region) answers within 10 s and
+# 400 MB of address space (skipped under ASan, which reserves terabytes of it).
+check_sparse_read() {
+  local name="$1: read within 400 MB of address space" out rc
+  if [ "${SAN:-0}" = 1 ]; then
+    skip "$name" "ASan reserves terabytes of address space, so ulimit -v cannot bound it"
+    return
+  fi
+  out=$( (ulimit -v 400000; timeout 10 "$TIERMEM_STAT" "$2") 2>&1); rc=$?
+  check_eq "$name" "$rc $(grep -c '^tiermem: pid' <<<"$out")" "0 1"
+}
 # True when TEXT has no line matching PATTERN.
 lacks() { ! grep -q -- "$1" <<<"$2"; }
 # Re-emits the "ok"/"not ok" lines of a program's own TAP output as checks of this script.

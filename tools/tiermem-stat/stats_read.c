@@ -26,7 +26,7 @@
 /* ---------------------------------------------------------------- paths */
 
 /* The effective uid process `pid` runs as (from /proc/PID/status), or -1. */
-static long uid_of_pid(pid_t pid)
+long tm_stats_uid_of_pid(pid_t pid)
 {
     char path[64], line[256];
     snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
@@ -47,7 +47,7 @@ static long uid_of_pid(pid_t pid)
 
 void tm_stats_default_path(pid_t pid, char *buf, size_t len)
 {
-    long uid = uid_of_pid(pid);
+    long uid = tm_stats_uid_of_pid(pid);
     tm_region_path(pid, uid >= 0 ? (uid_t)uid : geteuid(), buf, len);
 }
 
@@ -77,9 +77,16 @@ static bool source_read(const source *src, void *buf, size_t len, uint64_t offse
         memcpy(buf, src->bytes + offset, len);
         return true;
     }
+    return tm_stats_transfer(src->fd, buf, len, offset, false);
+}
+
+bool tm_stats_transfer(int fd, void *buf, size_t len, uint64_t offset, bool write)
+{
     size_t done = 0;
     while (done < len) {
-        ssize_t n = pread(src->fd, (char *)buf + done, len - done, (off_t)(offset + done));
+        char *at = (char *)buf + done;
+        off_t where = (off_t)(offset + done);
+        ssize_t n = write ? pwrite(fd, at, len - done, where) : pread(fd, at, len - done, where);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)
@@ -460,7 +467,7 @@ int tm_stats_read(const char *path, tm_stats_snapshot *snapshot, char *why, size
 int tm_stats_read_pid(pid_t pid, tm_stats_snapshot *snapshot, char *why, size_t why_len)
 {
     memset(snapshot, 0, sizeof *snapshot);
-    long uid = uid_of_pid(pid);
+    long uid = tm_stats_uid_of_pid(pid);
     /* a process that is gone can own nothing: a leftover of ours is read as a file */
     uid_t owner = uid >= 0 ? (uid_t)uid : geteuid();
     char dir[64], path[96];

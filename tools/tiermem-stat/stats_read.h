@@ -8,6 +8,7 @@
 #ifndef TM_STATS_READ_H
 #define TM_STATS_READ_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -31,6 +32,13 @@ typedef struct tm_stats_snapshot {
 /* The default region of a process: /dev/shm/tiermem-<uid>/tiermem.<pid>, uid being the
  * effective uid it runs as (this process's when it is gone). */
 void tm_stats_default_path(pid_t pid, char *buf, size_t len);
+
+/* pread (or, with `write`, pwrite) of exactly `len` bytes at `offset`, EINTR retried:
+ * false on a short transfer or an error. */
+bool tm_stats_transfer(int fd, void *buf, size_t len, uint64_t offset, bool write);
+
+/* The effective uid process `pid` runs as, or -1 when it is gone. */
+long tm_stats_uid_of_pid(pid_t pid);
 
 /* Copies the region at `path` (a regular file, not followed through a symlink). Returns 0,
  * or -1 with a reason in `why` (no such file, not a tiermem stats region, a version this
