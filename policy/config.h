@@ -79,7 +79,7 @@ typedef struct tm_config {
     tm_log_level log_level;      /* TIERMEM_LOG */
     char log_file[TM_CONFIG_PATH_MAX];   /* TIERMEM_LOG_FILE; empty: standard error */
     bool stats_off;                      /* TIERMEM_STATS=off */
-    char stats_path[TM_CONFIG_PATH_MAX]; /* TIERMEM_STATS=path; empty: /dev/shm/tiermem.<pid> */
+    char stats_path[TM_CONFIG_PATH_MAX]; /* TIERMEM_STATS=path; empty: region_path.h's */
     char driver[TM_CONFIG_PATH_MAX];     /* TIERMEM_DRIVER */
     char group[TM_CONFIG_GROUP_MAX];     /* TIERMEM_GROUP: a Unix group sharing the lower-tier budgets;
                                           * empty: the processes of this user share them */

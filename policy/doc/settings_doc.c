@@ -104,9 +104,10 @@ const tm_setting_doc tm_setting_docs[] = {
       "standard error" },
     { "TIERMEM_STATS", OBSERVE,
       "`off`, or a path for the stats region that `tiermem-stat` reads (kept after exit, holding the "
-      "final state): created new with mode 0600; an existing name is replaced only when it holds a "
-      "stats region of this user",
-      "`/dev/shm/tiermem.<pid>`, removed at exit" },
+      "final state): a regular file of this user, never through a symlink, created new with mode 0600; "
+      "an existing name is replaced only when it holds a stats region of this user",
+      "`/dev/shm/tiermem-<uid>/tiermem.<pid>`, in a directory of this user's made with mode 0700, "
+      "removed at exit" },
     { "TIERMEM_GROUP", OBSERVE,
       "a Unix group (name or id) whose tiermem processes share the lower-tier budgets through a "
       "ledger of mode 0660. A process whose budget another holds part of says so once, naming it",

@@ -16,6 +16,7 @@
 
 #include "preload/base/log.h"
 #include "preload/base/libc_real.h"
+#include "preload/region/region_path.h"
 
 /* ---------------------------------------------------------------- private fallback */
 
@@ -51,6 +52,9 @@ typedef struct heat_span {
 static heat_span free_spans[TM_STATS_RECORDS];
 static int free_span_count;
 static uint64_t heat_next;
+/* The span each record slot owns, kept here: the heat records are shared with a collector,
+ * so their first_chunk and chunk_count are written for readers, never read back. */
+static heat_span slot_spans[TM_STATS_RECORDS];
 
 _Static_assert(sizeof(tm_stats_heat_chunk) == sizeof(tm_heat_chunk), "a heat chunk is published as it is");
 
@@ -103,12 +107,50 @@ static int replace_region(void)
     return fd;
 }
 
+/* The directory of this user's regions, made 0700 if it is missing: usable only when it is
+ * a directory (not a symlink) of this user with mode 0700. Returns false with *refusal set
+ * (the directory's name is in region_path). */
+static bool region_dir_ready(const char **refusal)
+{
+    uid_t uid = geteuid();
+    tm_region_dir(uid, region_path, sizeof region_path);
+    bool made = mkdir(region_path, 0700) == 0;
+    if (!made && errno != EEXIST) {
+        *refusal = strerror(errno);
+        return false;
+    }
+    if (made) { /* a umask may have taken bits off the one made here */
+        int fd = tm_libc_open(region_path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
+        if (fd >= 0) {
+            fchmod(fd, 0700);
+            tm_libc_close(fd);
+        }
+    }
+    /* lstat needs no access to the directory: one of another user is named as such. In
+     * the sticky /dev/shm no one else can replace a directory of ours afterwards. */
+    struct stat st;
+    if (lstat(region_path, &st) != 0) {
+        *refusal = strerror(errno);
+        return false;
+    }
+    const char *why = tm_region_dir_refusal(&st, uid);
+    if (why) {
+        static char reason[96];
+        snprintf(reason, sizeof reason, "%s; it is left untouched", why);
+        *refusal = reason;
+        return false;
+    }
+    return true;
+}
+
 /* Opens a new file for the region, created here with O_EXCL (never a file someone else
  * made, never through a symlink). An existing name is replaced only when it holds a
  * stats region of this user (a kept TIERMEM_STATS path, or a leftover of a dead process
- * with our pid); anything else is left alone and the region is not created. */
-static int create_file(const tm_config *config, pid_t pid, bool *fresh, const char **refusal)
+ * with our pid); anything else is left alone and the region is not created. The default
+ * name lies in this user's own directory (region_path.h), where no one else can put one. */
+static int create_file(const tm_config *config, pid_t pid, bool *fresh, bool *dir_refused, const char **refusal)
 {
+    *fresh = true;
     if (config->stats_path[0]) {
         if (in_fork_child)
             snprintf(region_path, sizeof region_path, "%s.%d", config->stats_path, (int)pid);
@@ -116,10 +158,14 @@ static int create_file(const tm_config *config, pid_t pid, bool *fresh, const ch
             snprintf(region_path, sizeof region_path, "%s", config->stats_path);
         remove_at_exit = false;
     } else {
-        snprintf(region_path, sizeof region_path, "/dev/shm/tiermem.%d", (int)pid);
         remove_at_exit = true;
+        if (!region_dir_ready(refusal)) {
+            *dir_refused = true;
+            errno = EPERM;
+            return -1;
+        }
+        tm_region_path(pid, geteuid(), region_path, sizeof region_path);
     }
-    *fresh = true;
     int fd = tm_libc_open(region_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd >= 0 || errno != EEXIST)
         return fd;
@@ -238,9 +284,9 @@ void tm_stats_open(const tm_config *config, const tm_stats_setup *setup)
     if (config->stats_off)
         return;
 
-    bool fresh = true;
+    bool fresh = true, dir_refused = false;
     const char *refusal = NULL;
-    int fd = create_file(config, pid, &fresh, &refusal);
+    int fd = create_file(config, pid, &fresh, &dir_refused, &refusal);
     size_t size = layout_size();
     void *map = MAP_FAILED;
     if (fd >= 0 && (!fresh || ftruncate(fd, (off_t)size) == 0))
@@ -251,8 +297,11 @@ void tm_stats_open(const tm_config *config, const tm_stats_setup *setup)
     if (map == MAP_FAILED) {
         char shown[96];
         tm_printable(region_path, shown, sizeof shown);
-        tm_warn("cannot create the stats region '%s' (%s); going on without it", shown,
-                refusal ? refusal : strerror(saved));
+        if (dir_refused)
+            tm_warn("cannot use the stats region directory '%s' (%s); going on without a region", shown, refusal);
+        else
+            tm_warn("cannot create the stats region '%s' (%s); going on without it", shown,
+                    refusal ? refusal : strerror(saved));
         if (fd >= 0)
             unlink(region_path); /* the file this process just created */
         return;
@@ -272,6 +321,7 @@ void tm_stats_open(const tm_config *config, const tm_stats_setup *setup)
         free_slots[free_count++] = i;
     free_span_count = 0;
     heat_next = 0;
+    memset(slot_spans, 0, sizeof slot_spans);
     pthread_mutex_unlock(&slot_lock);
 
     region = map;
@@ -396,11 +446,12 @@ void tm_stats_record_remove(int slot)
     r->in_use = 0;
     __atomic_fetch_add(&r->seq, 1, __ATOMIC_RELEASE);
     tm_stat_sub(records_used, 1);
-    tm_stats_heat_record *hr = &heat_records[slot];
-    uint32_t count = hr->chunk_count;
     pthread_mutex_lock(&slot_lock);
+    heat_span span = slot_spans[slot];
+    uint32_t count = span.count;
+    slot_spans[slot] = (heat_span){ 0 };
     if (count && free_span_count < TM_STATS_RECORDS)
-        free_spans[free_span_count++] = (heat_span){ .first = hr->first_chunk, .count = count };
+        free_spans[free_span_count++] = span;
     free_slots[free_count++] = slot;
     pthread_mutex_unlock(&slot_lock);
     if (count)
@@ -434,6 +485,7 @@ bool tm_stats_heat_attach(int slot, uint32_t chunk_count)
         return false;
     pthread_mutex_lock(&slot_lock);
     int64_t first = take_heat_span(chunk_count);
+    slot_spans[slot] = first < 0 ? (heat_span){ 0 } : (heat_span){ .first = (uint64_t)first, .count = chunk_count };
     pthread_mutex_unlock(&slot_lock);
     tm_stats_heat_record *hr = &heat_records[slot];
     __atomic_fetch_add(&hr->seq, 1, __ATOMIC_ACQ_REL);
@@ -456,12 +508,13 @@ void tm_stats_heat_publish(int slot, const tm_heat_chunk *chunks, uint32_t from,
     if (slot < 0 || !region)
         return;
     tm_stats_heat_record *hr = &heat_records[slot];
-    if (from >= hr->chunk_count)
+    heat_span span = slot_spans[slot]; /* the caller serialises publishing for the slot */
+    if (from >= span.count)
         return;
-    if (count > hr->chunk_count - from)
-        count = hr->chunk_count - from;
+    if (count > span.count - from)
+        count = span.count - from;
     __atomic_fetch_add(&hr->seq, 1, __ATOMIC_ACQ_REL);
-    memcpy(&heat_chunks[hr->first_chunk + from], &chunks[from], count * sizeof *heat_chunks);
+    memcpy(&heat_chunks[span.first + from], &chunks[from], count * sizeof *heat_chunks);
     hr->sources |= source;
     __atomic_fetch_add(&hr->seq, 1, __ATOMIC_RELEASE);
 }
@@ -476,8 +529,8 @@ bool tm_stats_heat_collected(int slot, uint32_t index, tm_heat_chunk *out)
         if (seq & 1)
             continue;
         uint32_t sources = __atomic_load_n(&hr->sources, __ATOMIC_RELAXED);
-        uint64_t first = __atomic_load_n(&hr->first_chunk, __ATOMIC_RELAXED);
-        uint32_t count = __atomic_load_n(&hr->chunk_count, __ATOMIC_RELAXED);
+        uint64_t first = __atomic_load_n(&slot_spans[slot].first, __ATOMIC_RELAXED);
+        uint32_t count = __atomic_load_n(&slot_spans[slot].count, __ATOMIC_RELAXED);
         if (!(sources & (TM_HEAT_FROM_EBPF | TM_HEAT_FROM_USDT)) || index >= count ||
             first + index >= TM_STATS_HEAT_CHUNKS)
             return false;

@@ -1,10 +1,12 @@
 /* stats_layout.h — the stats region: what a process running under libtiermem publishes
  * about its memory, for tiermem-stat and other readers.
  *
- * The region is a file, by default /dev/shm/tiermem.<pid> (mode 0600), created at the
- * process's first device allocation and removed at exit (a path given in TIERMEM_STATS is
- * left in place, holding the final state). It is mapped shared; the writer updates it in
- * place while readers copy it. Every integer is little-endian and naturally aligned.
+ * The region is a file, by default /dev/shm/tiermem-<uid>/tiermem.<pid> (mode 0600, in a
+ * directory of that user's with mode 0700: region_path.h), created at the process's first
+ * device allocation and removed at exit (a path given in TIERMEM_STATS is left in place,
+ * holding the final state). The writer maps it shared and updates it in place; readers
+ * copy it with pread (never a mapping), validate the copy, and read no offset twice. Every
+ * integer is little-endian and naturally aligned.
  *
  *   offset 0                 tm_stats_header
  *   header.calls_offset      tm_stats_call[header.call_count]   calls per hooked symbol
@@ -25,7 +27,8 @@
  *   (heat * 2^(-1/8) + (1 - 2^(-1/8)) * min(1, pending / chunk_size)) * 2^(-(now_tick - tick - 1) / 8)
  * with now_tick = CLOCK_MONOTONIC ns / header.heat_tick_ns (no decay while now_tick <=
  * tick + 1), and its reads and writes decay by 2^(-(now_tick - tick) / 8). A collector
- * beside the process (tiermem-heat) may write these instead: it sets heat_collector_pid,
+ * beside the process (tiermem-heat --feed) may write these instead, with pwrite at offsets
+ * it validated against its own copy of this header: it sets heat_collector_pid,
  * refreshes heat_collector_ns at every write and its bit in `sources`; the process stops
  * publishing its own heat while the collector's last write is under 5 s old.
  *

@@ -125,8 +125,8 @@ check_eq "without touch probes, token_embd is cold" "$(awk '$6 == "tm_embed_f32"
 # the driver's small allocations, which then lead the ranking)
 check "and no matrix cold" test -z "$(awk '$6 ~ /^tm_mat(vec|mul)_f32$/ && $5 == "cold"' "$T/pairs.txt")"
 
-# --- the collector writes its heat into the process's stats region
-watch_engine heat2 380 2s 'usdt"'
+# --- with --feed, the collector writes its heat into the process's stats region
+watch_engine heat2 380 2s 'usdt"' --feed
 check "tiermem-heat says it writes into the region, with the process's half-life" \
   grep -q "^tiermem-heat: writing heat into $T/stats (half-life 2 s, the process's)" "$T/heat2.err"
 check "tiermem-stat showed heat from the touch probes while the engine ran" test -s "$T/stat.json"

@@ -70,12 +70,18 @@ check "with at most one line of its own before the collector's CPU line" \
 check_eq "and the target was not disturbed" "$target_rc" 0
 out=$("$HEAT" --bogus 2>&1); rc=$?
 check_eq "a bad option: exit 1" "$rc" 1
+check_eq "--version prints the version the build was given" "$("$HEAT" --version)" \
+  "tiermem-heat $(sed -n 's/^TIERMEM_VERSION *:= *//p' "$TM_ROOT/Makefile")"
+check "--help says the region is only read unless --feed" grep -q 'only read, unless --feed' <<<"$("$HEAT" --help)"
 
 # --- a stats region of another layout version: one line, left as it was, the target runs
 { printf 'TIERMEM1'; printf '\x01\x00\x00\x00'; head -c 4084 /dev/zero; } >"$T/old.stats"
 cp "$T/old.stats" "$T/old.copy"
 out=$("$HEAT" --json --interval 0.1 --stats "$T/old.stats" -- sh -c "sleep 0.4; echo ran > '$T/old_ran'" 2>&1 >/dev/null)
-check_eq "beside a region of version 1 tiermem-heat still exits 0" "$?" 0
+check_eq "without --feed it does not try to write into the region, and says in one line it does not use it" \
+  "$(grep -c 'not writing heat' <<<"$out") $(grep -c "not using the target's stats region: $T/old.stats: stats layout version 1" <<<"$out")" "0 1"
+out=$("$HEAT" --json --interval 0.1 --feed --stats "$T/old.stats" -- sh -c "sleep 0.4; echo ran > '$T/old_ran'" 2>&1 >/dev/null)
+check_eq "beside a region of version 1 tiermem-heat --feed still exits 0" "$?" 0
 version=$(sed -n 's/^#define TM_STATS_VERSION *\([0-9]*\).*/\1/p' "$TM_ROOT/preload/region/stats_layout.h")
 check "and says in one line it does not write into it" grep -q \
   "^tiermem-heat: not writing heat into the target's stats region: $T/old.stats: stats layout version 1, heat is written into version $version only" <<<"$out"
@@ -141,7 +147,9 @@ check "token_embd's extent was learnt from them" \
   test "$(jq '[.allocations[] | select(.extent == "uprobe" and .size == 32768000)] | length' "$T/first.json")" -ge 1
 
 # --- the heat map of the record
-MAP=$TM_ROOT/tools/tiermem-heat/tiermem-heatmap
+MAP=$B/bin/tiermem-heatmap
+check_eq "tiermem-heatmap --version prints the version the build was given" "$("$MAP" --version)" \
+  "tiermem-heatmap $(sed -n 's/^TIERMEM_VERSION *:= *//p' "$TM_ROOT/Makefile")"
 check "--record wrote MILLISECONDS 0xCHUNK HEAT lines" grep -qE '^[0-9]+ 0x[0-9a-f]+ [0-9.e-]+$' "$T/first.rec"
 if command -v gnuplot >/dev/null; then
   out=$("$MAP" "$T/first.rec" "$T/first.png" 2>&1)

@@ -26,7 +26,7 @@ FUZZ_gguf_SRCS  := tests/fuzz/fuzz_gguf.c $(FUZZ_ENGINE) engine/weights.c $(FUZZ
 FUZZ_model_SRCS := tests/fuzz/fuzz_model.c $(FUZZ_ENGINE) engine/weights.c $(FUZZ_LOAD) engine/model.c \
                    engine/kv_cache.c engine/kv_prefix.c
 FUZZ_stats_SRCS := tests/fuzz/fuzz_stats.c tools/tiermem-stat/stats_read.c tools/tiermem-stat/heat_view.c \
-                   policy/heat.c
+                   preload/region/region_path.c policy/heat.c
 FUZZ_gguf_LIBS  := -lpcre2-8 -luring
 FUZZ_model_LIBS := -lpcre2-8 -luring
 FUZZ_gguf_CORPUS  := tests/fuzz/corpus

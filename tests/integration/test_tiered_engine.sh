@@ -76,7 +76,7 @@ env SIMCUDA_MEM=$device "${limits[@]}" TIERMEM_MEMINFO=virtual LD_PRELOAD="$prel
 pid=$!
 wait $pid
 check_eq "a run with the default stats region exits 0" "$?" 0
-check "its stats region /dev/shm/tiermem.$pid is gone after exit" test ! -e "/dev/shm/tiermem.$pid"
+check "its stats region /dev/shm/tiermem-$(id -u)/tiermem.$pid is gone after exit" test ! -e "/dev/shm/tiermem-$(id -u)/tiermem.$pid"
 
 # -------------------------------------------------------------- the KV pool under each view
 # physical: free leaves out the HBM reserve chunked allocations may not take, so with HBM

@@ -12,6 +12,7 @@
 #   $(O)/tests/preload/ipc_peer       one side of a legacy CUDA IPC exchange between processes
 #   $(O)/tests/preload/pool_probe     chunked allocations freed and made again (pooled chunks)
 #   $(O)/tests/preload/collector_probe the heat policy on heat written into its region by a collector
+#   $(O)/tests/preload/region_scribble what a region's owner can write into it (hostile fields, random rewrites)
 #   $(O)/tests/preload/vmm_retain     cuMemRetainAllocationHandle on chunked memory and own handles
 #   $(O)/tests/preload/nvml_linked    NVML's memory answers beside cuMemGetInfo's, linked with
 #   $(O)/tests/preload/nvml_dlopen    libnvidia-ml.so.1, or reaching it with dlopen and dlsym
@@ -31,13 +32,13 @@ $(PRELOAD_TEST_KERNELS): $(O)/obj/tests/preload/kernels.o
 	$(CC) $(CFLAGS) $(LDFLAGS) -shared $^ -o $@
 
 $(PRELOAD_TEST_DIR)/probe: $(O)/obj/tests/preload/probe.o $(O)/obj/tests/preload/probe_util.o \
-    $(O)/obj/tools/tiermem-stat/stats_read.o $(O)/obj/tools/tiermem-stat/heat_view.o $(O)/obj/policy/heat.o \
+    $(O)/obj/tools/tiermem-stat/stats_read.o $(O)/obj/tools/tiermem-stat/heat_view.o $(O)/obj/preload/region/region_path.o $(O)/obj/policy/heat.o \
     $(O)/lib/simcuda/libcuda.so.1 | $(PRELOAD_TEST_KERNELS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) $(filter %.o,$^) -o $@ $(PRELOAD_TEST_LINK)
 
 $(PRELOAD_TEST_DIR)/doors: $(O)/obj/tests/preload/doors.o $(O)/obj/tests/preload/probe_util.o \
-    $(O)/obj/tools/tiermem-stat/stats_read.o $(O)/obj/tools/tiermem-stat/heat_view.o $(O)/obj/policy/heat.o \
+    $(O)/obj/tools/tiermem-stat/stats_read.o $(O)/obj/tools/tiermem-stat/heat_view.o $(O)/obj/preload/region/region_path.o $(O)/obj/policy/heat.o \
     $(O)/lib/simcuda/libcuda.so.1 | $(PRELOAD_TEST_KERNELS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) $(filter %.o,$^) -o $@ $(PRELOAD_TEST_LINK)
@@ -72,13 +73,17 @@ $(PRELOAD_TEST_DIR)/pool_probe: $(O)/obj/tests/preload/pool_probe.o $(O)/obj/tes
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) $(filter %.o,$^) -o $@ $(PRELOAD_TEST_LINK)
 
+$(PRELOAD_TEST_DIR)/region_scribble: $(O)/obj/tests/preload/region_scribble.o
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@
+
 $(PRELOAD_TEST_DIR)/collector_probe: $(O)/obj/tests/preload/collector_probe.o $(O)/obj/tests/preload/probe_util.o \
     $(O)/lib/simcuda/libcuda.so.1 | $(PRELOAD_TEST_KERNELS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) $(filter %.o,$^) -o $@ $(PRELOAD_TEST_LINK)
 
 $(PRELOAD_TEST_DIR)/vmm_retain: $(O)/obj/tests/preload/vmm_retain.o $(O)/obj/tests/preload/probe_util.o \
-    $(O)/obj/tools/tiermem-stat/stats_read.o $(O)/obj/tools/tiermem-stat/heat_view.o $(O)/obj/policy/heat.o \
+    $(O)/obj/tools/tiermem-stat/stats_read.o $(O)/obj/tools/tiermem-stat/heat_view.o $(O)/obj/preload/region/region_path.o $(O)/obj/policy/heat.o \
     $(O)/lib/simcuda/libcuda.so.1 | $(PRELOAD_TEST_KERNELS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) $(filter %.o,$^) -o $@ $(PRELOAD_TEST_LINK)
@@ -103,7 +108,7 @@ TENSOR_TABLE_OBJS := $(O)/obj/preload/model/tensor_table.o $(O)/obj/preload/mode
                      $(O)/obj/preload/model/parse_safetensors.o
 
 $(PRELOAD_TEST_DIR)/filecopy: $(O)/obj/tests/preload/filecopy.o $(O)/obj/tests/preload/probe_util.o \
-    $(O)/obj/tools/tiermem-stat/stats_read.o $(O)/obj/tools/tiermem-stat/heat_view.o $(O)/obj/policy/heat.o \
+    $(O)/obj/tools/tiermem-stat/stats_read.o $(O)/obj/tools/tiermem-stat/heat_view.o $(O)/obj/preload/region/region_path.o $(O)/obj/policy/heat.o \
     $(TENSOR_TABLE_OBJS) $(O)/lib/simcuda/libcuda.so.1 | $(PRELOAD_TEST_KERNELS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) $(filter %.o,$^) -o $@ $(PRELOAD_TEST_LINK) -ljansson
@@ -138,7 +143,7 @@ TEST_SCRIPTS += $(sort $(wildcard tests/preload/test_*.sh))
 test-progs: $(PRELOAD_TEST_DIR)/probe $(PRELOAD_TEST_DIR)/doors $(PRELOAD_TEST_DIR)/heat_probe \
             $(PRELOAD_TEST_DIR)/serving $(PRELOAD_TEST_DIR)/devices $(PRELOAD_TEST_DIR)/filecopy $(PRELOAD_TEST_DIR)/migrate_stress \
             $(PRELOAD_TEST_DIR)/ipc_peer $(PRELOAD_TEST_DIR)/pool_probe $(PRELOAD_TEST_DIR)/vmm_retain \
-            $(PRELOAD_TEST_DIR)/collector_probe $(PRELOAD_TEST_DIR)/ledger_hold \
+            $(PRELOAD_TEST_DIR)/collector_probe $(PRELOAD_TEST_DIR)/ledger_hold $(PRELOAD_TEST_DIR)/region_scribble \
             $(PRELOAD_TEST_DIR)/nvml_linked $(PRELOAD_TEST_DIR)/nvml_dlopen \
             $(PRELOAD_TEST_KERNELS) \
             $(O)/lib/libtiermem.so $(O)/bin/tiermem-stat

@@ -17,6 +17,8 @@ LIBTIERMEM=$B/lib/libtiermem.so
 TIERMEM_STAT=${TM_HOST_B:-$B}/bin/tiermem-stat
 export LD_LIBRARY_PATH=$B/lib/simcuda
 SCRATCH=$(mktemp -d)
+# where the interposer puts this user's stats regions (preload/region/region_path.h)
+REGIONS=/dev/shm/tiermem-$(id -u)
 trap 'rm -rf "$SCRATCH"' EXIT
 
 under_tiermem() {
@@ -37,6 +39,17 @@ json_tier_sum() {
   local sum=0 tier value
   for tier in hbm cxl ddr; do value=$(json_tier "$1" "$tier" "$2"); sum=$((sum + ${value:-0})); done
   echo "$sum"
+}
+# check_sparse_read WHAT ARG: tiermem-stat ARG (a sparse region) answers within 10 s and
+# 400 MB of address space (skipped under ASan, which reserves terabytes of it).
+check_sparse_read() {
+  local name="$1: read within 400 MB of address space" out rc
+  if [ "${SAN:-0}" = 1 ]; then
+    skip "$name" "ASan reserves terabytes of address space, so ulimit -v cannot bound it"
+    return
+  fi
+  out=$( (ulimit -v 400000; timeout 10 "$TIERMEM_STAT" "$2") 2>&1); rc=$?
+  check_eq "$name" "$rc $(grep -c '^tiermem: pid' <<<"$out")" "0 1"
 }
 # True when TEXT has no line matching PATTERN.
 lacks() { ! grep -q -- "$1" <<<"$2"; }

@@ -431,8 +431,8 @@ static int run_fork(void)
     if (pid == 0)
         exit(0); /* runs the exit handlers */
     status = wait_child(pid);
-    char region[64];
-    snprintf(region, sizeof region, "/dev/shm/tiermem.%d", (int)getpid());
+    char region[96];
+    tm_stats_default_path(getpid(), region, sizeof region);
     struct stat st;
     int region_there = stat(region, &st) == 0;
     printf("child of a live parent: %d, parent's region %s\n", status, region_there ? "kept" : "absent");

@@ -78,7 +78,7 @@ check "TIERMEM_LOG_FILE in its message: control characters escaped" \
 # ---------------------------------------------------------------- signals
 for sig in TERM HUP; do
   if start_held "${SIM[@]}" -- "$PROBE" pieces 8M 4M; then
-    region=/dev/shm/tiermem.$HELD_PID
+    region=$REGIONS/tiermem.$HELD_PID
     there=$(test -f "$region" && echo yes)
     kill -s "$sig" "$HELD_PID"; wait "$HELD_PID"; rc=$?
     check_eq "SIG$sig: the program dies of it as without tiermem" "$rc" $((128 + $(kill -l "$sig")))

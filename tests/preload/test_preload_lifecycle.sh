@@ -34,9 +34,9 @@ for what in "8M 3" "4K 3"; do
   out=$(without_tiermem "${SIM[@]}" -- "$PROBE" leak $what 2>&1)
   check "without the interposer simcuda reports leaked memory ($what)" lacks 'device memory in use 0 bytes' "$out"
   out=$(under_tiermem "${SIM[@]}" TIERMEM_CXL_NODE=1 TIERMEM_LOG=info -- "$PROBE" leak $what 2>&1)
-  pid=$(grep -o 'stats region /dev/shm/tiermem\.[0-9]*' <<<"$out" | sed 's/.*\.//')
+  pid=$(grep -o "stats region $REGIONS/tiermem\.[0-9]*" <<<"$out" | sed 's/.*\.//')
   check "under the interposer it is left to the driver too ($what)" lacks 'device memory in use 0 bytes' "$out"
-  check "and the stats region is gone ($what)" test -n "$pid" -a ! -e "/dev/shm/tiermem.$pid"
+  check "and the stats region is gone ($what)" test -n "$pid" -a ! -e "$REGIONS/tiermem.$pid"
 done
 for size in 6M 4096; do
   out=$(under_tiermem "${SIM[@]}" TIERMEM_CXL_NODE=1 TIERMEM_HBM_LIMIT=4M TIERMEM_LOG=info -- "$PROBE" late $size 2>&1)

@@ -31,13 +31,13 @@ if start_held "${SIM[@]}" TIERMEM_CXL_NODE=1 TIERMEM_CXL_LIMIT=300M TIERMEM_DDR_
   check_eq "12 allocation records" "$(grep -c '"path":"cuMemAlloc"' <<<"$json")" 12
   check "the table names each tier with its node" grep -qE '^cxl +node1 +300 MiB +300 MiB' <<<"$table"
   check "the table lists the split allocation" grep -qE '64 MiB +30 +2 +0 +[-0-9.]+ +[a-z-]+ +cuMemAlloc' <<<"$table"
-  check "the region is mode 0600" test "$(stat -c %a /dev/shm/tiermem.$HELD_PID)" = 600
+  check "the region is mode 0600" test "$(stat -c %a $REGIONS/tiermem.$HELD_PID)" = 600
   watch_out=$("$TIERMEM_STAT" --watch --interval 0.1 --count 2 "$HELD_PID")
   check_eq "--watch prints the table again each interval" "$(grep -c '^tier ' <<<"$watch_out")" 2
   release_held
   check_eq "the program exits 0" "$HELD_RC" 0
   check "it freed every piece after checking them again" grep -q '^freed' "$HELD_OUT"
-  check "the stats region is removed at exit" test ! -e /dev/shm/tiermem.$HELD_PID
+  check "the stats region is removed at exit" test ! -e $REGIONS/tiermem.$HELD_PID
   check "simcuda has no device memory in use at exit" grep -q 'device memory in use 0 bytes' "$HELD_OUT"
   check "tiermem-stat says there is no region after exit" bash -c "! '$TIERMEM_STAT' $HELD_PID 2>/dev/null"
 else

@@ -9,9 +9,11 @@
  * "MILLISECONDS CHUNK_ADDRESS HEAT" per chunk with heat, for tiermem-heatmap), --driver PATH
  * (the libcuda.so.1 to probe; default: the one the target maps, or the one dlopen finds),
  * --halflife S (default TIERMEM_HEAT_HALFLIFE's default, 10 s), --top N, --stats PATH (the
- * target's stats region when TIERMEM_STATS moved it; default /dev/shm/tiermem.PID),
- * --read-only (never write heat into that region), --no-touch (leave simcuda's touch probes
- * alone: heat from the launch attribution in BPF only, as on a real driver).
+ * target's stats region when TIERMEM_STATS moved it; default
+ * /dev/shm/tiermem-UID/tiermem.PID), --feed (write the heat measured into that region for
+ * the process's heat policy; without it the region is only read), --read-only (the
+ * default, kept for scripts), --no-touch (leave simcuda's touch probes alone: heat from the
+ * launch attribution in BPF only, as on a real driver), --version.
  *
  * Sources: simcuda:touch (exact bytes per chunk), uprobes on the driver's launch, copy and
  * allocation entry points, syscall and filemap tracepoints (files read). With both the touch
@@ -20,8 +22,10 @@
  * one run, at the same addresses. Needs root or
  * CAP_BPF + CAP_PERFMON; each source that cannot attach is named with its reason in one
  * line. When the target has libtiermem.so, its stats region gives the allocations' exact
- * extents, and the heat measured is written into it (the process leaves heat to the
- * collector meanwhile, and its heat policy ranks chunks by what the collector wrote); allocations made through the driver after attaching are learnt
+ * extents (read into a private copy, region_path.h's ownership checks first), and with
+ * --feed the heat measured is written into it with pwrite at offsets validated each time
+ * (region_write.h; the process leaves heat to the collector meanwhile, and its heat policy
+ * ranks chunks by what the collector wrote); allocations made through the driver after attaching are learnt
  * from return probes on cuMemAlloc_v2/cuMemAllocAsync; the rest are inferred from runs of
  * touched chunks and marked so.
  * Exit status: 0, 1 bad arguments, 2 the target could not be found or started, 3 eBPF
@@ -51,7 +55,7 @@ typedef struct options {
     bool json;
     double duration, interval;
     const char *record, *driver, *stats;
-    bool read_only, no_touch;
+    bool feed, no_touch;
     uint64_t halflife_ns;
     int top;
 } options;
@@ -151,6 +155,9 @@ static void on_chunk(uint64_t address, uint64_t reads, uint64_t writes, const ch
     tm_chunk_table_add(g->table, address, reads, writes, kernel, g->tick);
 }
 
+/* Whether a line already said why the target's region is not used: one is enough. */
+static bool region_refusal_said;
+
 static void region_path(int pid, const char *stats, char *path, size_t len)
 {
     if (stats)
@@ -159,8 +166,9 @@ static void region_path(int pid, const char *stats, char *path, size_t len)
         tm_stats_default_path(pid, path, len);
 }
 
-/* Once the target has a stats region: heat goes into it too. The heat there is valued
- * with the region's interval, so the collector takes it on while it has measured nothing. */
+/* With --feed, once the target has a stats region: heat goes into it too, the file being
+ * one the target's user owns. The heat there is valued with the region's interval, so the
+ * collector takes it on while it has measured nothing. */
 static void open_writer(tm_region_writer **writer, bool *tried, tm_chunk_table *table, int pid, const char *stats)
 {
     char path[4096], why[4200];
@@ -168,9 +176,15 @@ static void open_writer(tm_region_writer **writer, bool *tried, tm_chunk_table *
     if (*writer || *tried || access(path, F_OK) != 0)
         return;
     *tried = true;
-    tm_region_writer *w = tm_region_writer_open(path, (int)getpid(), why, sizeof why);
+    long owner = tm_stats_uid_of_pid(pid);
+    if (owner < 0) {
+        fprintf(stderr, "tiermem-heat: not writing heat into %s: process %d is gone\n", path, pid);
+        return;
+    }
+    tm_region_writer *w = tm_region_writer_open(path, owner, (int)getpid(), why, sizeof why);
     if (!w) {
         fprintf(stderr, "tiermem-heat: not writing heat into the target's stats region: %s\n", why);
+        region_refusal_said = true;
         return;
     }
     if (!tm_chunk_table_empty(table)) {
@@ -194,11 +208,18 @@ static void on_alloc(uint64_t address, uint64_t size, void *arg)
 static void learn_extents(tm_chunk_table *table, tm_chunk_table *launched, tm_bpf_collector *collector, int pid,
                           const char *stats)
 {
-    char path[4096], why[256];
+    char path[4096], why[4200];
     region_path(pid, stats, path, sizeof path);
     tm_stats_snapshot s;
-    if (access(path, R_OK) != 0 || tm_stats_read(path, &s, why, sizeof why) != 0)
+    if (access(path, R_OK) != 0)
         return;
+    /* the default region must be the target's own (its user's 0700 directory and file) */
+    if ((stats ? tm_stats_read(path, &s, why, sizeof why) : tm_stats_read_pid(pid, &s, why, sizeof why)) != 0) {
+        if (!region_refusal_said)
+            fprintf(stderr, "tiermem-heat: not using the target's stats region: %s\n", why);
+        region_refusal_said = true;
+        return;
+    }
     for (size_t i = 0; i < s.record_count; i++)
         if (s.records[i].address) {
             tm_chunk_table_known(table, s.records[i].address, s.records[i].size, TM_EXTENT_REGION);
@@ -320,8 +341,11 @@ static void print_json(tm_chunk_table *table, tm_chunk_table *launched, tm_bpf_c
 static void usage(FILE *to)
 {
     fprintf(to, "usage: tiermem-heat [--json] [--duration S] [--interval S] [--record FILE] [--driver PATH]\n"
-                "                    [--halflife S] [--top N] [--stats PATH] [--read-only] [--no-touch]\n"
-                "                    (--pid PID | -- COMMAND ARGS...)\n");
+                "                    [--halflife S] [--top N] [--stats PATH] [--feed | --read-only] [--no-touch]\n"
+                "                    (--pid PID | -- COMMAND ARGS...)\n"
+                "       tiermem-heat --version\n"
+                "The target's stats region is only read, unless --feed: then the heat measured is\n"
+                "written into it (pwrite, offsets checked each time) for the process's heat policy.\n");
 }
 
 static bool parse_seconds(const char *text, double max, double *out)
@@ -342,12 +366,13 @@ static int parse_options(int argc, char **argv, options *o)
         { "record", required_argument, NULL, 'r' },   { "driver", required_argument, NULL, 'D' },
         { "halflife", required_argument, NULL, 'H' }, { "top", required_argument, NULL, 't' },
         { "stats", required_argument, NULL, 's' },    { "read-only", no_argument, NULL, 'R' },
-        { "no-touch", no_argument, NULL, 'N' },
+        { "no-touch", no_argument, NULL, 'N' },       { "feed", no_argument, NULL, 'F' },
+        { "version", no_argument, NULL, 'V' },
         { "help", no_argument, NULL, 'h' },           { NULL, 0, NULL, 0 },
     };
     *o = (options){ .interval = 1.0, .halflife_ns = TM_HEAT_DEFAULT_HALFLIFE_NS, .top = 8 };
     double halflife;
-    for (int c; (c = getopt_long(argc, argv, "+p:jd:i:r:D:H:t:s:RNh", longs, NULL)) != -1;) {
+    for (int c; (c = getopt_long(argc, argv, "+p:jd:i:r:D:H:t:s:RNFVh", longs, NULL)) != -1;) {
         char *end;
         switch (c) {
         case 'p':
@@ -387,7 +412,9 @@ static int parse_options(int argc, char **argv, options *o)
         case 'r': o->record = optarg; break;
         case 'D': o->driver = optarg; break;
         case 's': o->stats = optarg; break;
-        case 'R': o->read_only = true; break;
+        case 'R': o->feed = false; break;
+        case 'F': o->feed = true; break;
+        case 'V': printf("tiermem-heat %s\n", TM_VERSION); exit(0);
         case 'N': o->no_touch = true; break;
         case 'h': usage(stdout); exit(0);
         default: usage(stderr); return 1;
@@ -489,7 +516,7 @@ int main(int argc, char **argv)
         if (o.duration > 0 && (double)(now_ns() - start) / 1e9 >= o.duration)
             exited = true;
         if (!exited || gate < 0) {
-            if (!o.read_only && !writer) {
+            if (o.feed && !writer) {
                 open_writer(&writer, &writer_tried, table, pid, o.stats);
                 if (writer && launched)
                     tm_chunk_table_set_halflife(launched, tm_region_writer_tick_ns(writer) * TM_HEAT_TICKS_PER_HALFLIFE);
@@ -508,8 +535,11 @@ int main(int argc, char **argv)
             gather lg = { .table = launched, .tick = g.tick };
             tm_bpf_collector_drain_launches(collector, on_chunk, &lg);
         }
-        if (writer)
-            tm_region_writer_publish(writer, table, TM_HEAT_FROM_USDT);
+        if (writer && tm_region_writer_publish(writer, table, TM_HEAT_FROM_USDT, why, sizeof why) < 0) {
+            fprintf(stderr, "tiermem-heat: no longer writing heat into the target's stats region: %s\n", why);
+            tm_region_writer_close(writer);
+            writer = NULL; /* writer_tried stays set: not opened again */
+        }
         if (record)
             tm_chunk_table_record(table, record, (now_ns() - start) / 1000000, g.tick);
         if (!o.json) {

@@ -14,9 +14,15 @@ ifeq ($(strip $(EBPF_SKIP)),)
 TIERMEM_HEAT_OBJS := $(O)/obj/tools/tiermem-heat/main.o $(O)/obj/tools/tiermem-heat/chunk_heat.o \
                      $(O)/obj/tools/tiermem-heat/region_write.o \
                      $(O)/obj/tools/tiermem-heat/collector.o $(O)/obj/tools/tiermem-stat/stats_read.o \
-                     $(O)/obj/tools/tiermem-stat/heat_view.o $(O)/obj/policy/heat.o $(O)/obj/policy/units.o
-BINS += $(O)/bin/tiermem-heat
-INSTALL_FILES += $(O)/bin/tiermem-heat:bin/tiermem-heat tools/tiermem-heat/tiermem-heatmap:bin/tiermem-heatmap
+                     $(O)/obj/tools/tiermem-stat/heat_view.o $(O)/obj/preload/region/region_path.o \
+                     $(O)/obj/policy/heat.o $(O)/obj/policy/units.o
+BINS += $(O)/bin/tiermem-heat $(O)/bin/tiermem-heatmap
+INSTALL_FILES += $(O)/bin/tiermem-heat:bin/tiermem-heat $(O)/bin/tiermem-heatmap:bin/tiermem-heatmap
+
+# the script with the version it came with (its --version)
+$(O)/bin/tiermem-heatmap: tools/tiermem-heat/tiermem-heatmap Makefile
+	@mkdir -p $(@D)
+	sed 's/^version=.*/version=$(TIERMEM_VERSION)/' $< > $@.tmp && chmod 755 $@.tmp && mv $@.tmp $@
 
 $(EBPF_GEN)/vmlinux.h:
 	@mkdir -p $(@D)

@@ -1,7 +1,14 @@
 /* region_write.h — tiermem-heat writing the heat it measures into the stats region of a
- * target under libtiermem.so, so the process (and tiermem-stat) get eBPF-grade heat from
- * a collector beside it. The process leaves heat to the collector while it writes, and
- * ranks chunks for the heat policy by it. */
+ * target under libtiermem.so (only with --feed), so the process (and tiermem-stat) get
+ * eBPF-grade heat from a collector beside it. The process leaves heat to the collector
+ * while it writes, and ranks chunks for the heat policy by it.
+ *
+ * The region belongs to another user and is trusted for nothing: it is never mapped. Its
+ * layout is read once, validated and kept in a private copy; every write is a pwrite at
+ * an offset computed from that copy, inside the sections it declares, after measuring
+ * the file again (a region that shrank stops the writing with one line). The records and
+ * heat records that say where a record's chunks are are read with pread at each publish,
+ * and their spans checked against the copied capacity before anything is written. */
 #ifndef TM_HEAT_REGION_WRITE_H
 #define TM_HEAT_REGION_WRITE_H
 
@@ -12,18 +19,21 @@
 
 typedef struct tm_region_writer tm_region_writer;
 
-/* Maps the region at `path` for writing after checking it is a stats region of this version.
- * NULL with a one-line reason otherwise. */
-tm_region_writer *tm_region_writer_open(const char *path, int collector_pid, char *why, size_t why_len);
+/* Opens the region at `path` for writing (not through a symlink, a regular file owned by
+ * `owner`, the target's uid) after checking it is a stats region of this version. NULL
+ * with a one-line reason otherwise. */
+tm_region_writer *tm_region_writer_open(const char *path, long owner, int collector_pid, char *why, size_t why_len);
 
 /* The region's heat interval (its TIERMEM_HEAT_HALFLIFE / 8). */
 uint64_t tm_region_writer_tick_ns(const tm_region_writer *writer);
 
 /* Copies the heat of every live allocation's chunks from `table`. Returns the chunks
- * written. */
-size_t tm_region_writer_publish(tm_region_writer *writer, tm_chunk_table *table, uint32_t source);
+ * written; -1 when the region can no longer be written (the reason in `why`), after
+ * which the caller closes it. */
+long tm_region_writer_publish(tm_region_writer *writer, tm_chunk_table *table, uint32_t source, char *why,
+                              size_t why_len);
 
-/* Hands heat back to the process and unmaps. */
+/* Hands heat back to the process and closes the file. */
 void tm_region_writer_close(tm_region_writer *writer);
 
 #endif /* TM_HEAT_REGION_WRITE_H */

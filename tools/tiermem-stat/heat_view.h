@@ -1,6 +1,7 @@
 /* heat_view.h — the heat section of a stats region (version 2 and later), as tiermem-stat shows it:
  * per allocation and per chunk its heat as of now, decayed reads and writes, and a class
- * by rank within the process (policy/heat.h). */
+ * by rank within the process (policy/heat.h). The chunks are private copies
+ * (stats_read.c); every value a view holds is finite, so JSON never sees nan or inf. */
 #ifndef TM_STAT_HEAT_VIEW_H
 #define TM_STAT_HEAT_VIEW_H
 
@@ -23,11 +24,19 @@ typedef struct tm_heat_view {
     tm_heat_class *chunk_class; /* [chunk_count], by rank among every chunk of the process */
 } tm_heat_view;
 
-/* Copies the heat of records_of[i] (found at region slot slots[i]) from the mapped region,
- * evaluated at CLOCK_MONOTONIC now, and ranks it. Returns the views ([count]), or NULL
- * with `why` set. A region without heat chunks gives views with no chunks. */
-tm_heat_view *tm_heat_view_read(const void *map, uint64_t size, const tm_stats_header *h, const uint32_t *slots,
-                                const tm_stats_record *records_of, size_t count, char *why, size_t why_len);
+/* The heat interval now is in, for a region whose interval is `tick_ns` (CLOCK_MONOTONIC). */
+uint64_t tm_heat_view_tick(uint64_t tick_ns);
+
+/* Fills `view` with the heat of `count` chunks (private copies, their fields already
+ * bounded) of an allocation of `extent` bytes, evaluated at `tick`. Every value it keeps
+ * is finite. False when memory ran out. */
+bool tm_heat_view_fill(tm_heat_view *view, const tm_heat_chunk *chunks, uint32_t count, uint64_t tick,
+                       uint64_t chunk_size, uint64_t extent);
+
+/* Classes by rank: allocations among allocations, chunks among every chunk. False when
+ * memory ran out. */
+bool tm_heat_view_rank(tm_heat_view *views, size_t count);
+
 void tm_heat_view_free(tm_heat_view *views, size_t count);
 
 /* The indices of the views, hottest first. */

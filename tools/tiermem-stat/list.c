@@ -43,32 +43,55 @@ static int by_pid(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-int tm_stats_read_live(const char *dir, tm_stats_live **live)
+typedef struct pid_list {
+    size_t n, cap;
+    pid_t *pids;
+} pid_list;
+
+/* Collects the pids of live processes with a region in one user's region directory. */
+static void collect_pids(int dir_fd, const char *dir, uid_t uid, void *arg)
 {
-    *live = NULL;
-    DIR *d = opendir(dir);
+    (void)dir;
+    (void)uid;
+    pid_list *list = arg;
+    int fd_copy = dup(dir_fd); /* fdopendir takes the descriptor over */
+    DIR *d = fd_copy >= 0 ? fdopendir(fd_copy) : NULL;
     if (!d) {
-        fprintf(stderr, "tiermem-stat: %s: %s\n", dir, strerror(errno));
-        return -1;
+        if (fd_copy >= 0)
+            close(fd_copy);
+        return;
     }
-    /* the pids first, so that the regions are read in order and at most the cap of them */
-    size_t n = 0, cap = 0;
-    pid_t *pids = NULL;
     for (struct dirent *e; (e = readdir(d));) {
         pid_t pid = tm_stats_pid_of_name(e->d_name);
         if (!pid || (kill(pid, 0) != 0 && errno == ESRCH))
             continue;
-        if (n == cap) {
-            size_t more = cap ? cap * 2 : 64;
-            pid_t *grown = realloc(pids, more * sizeof *pids);
+        if (list->n == list->cap) {
+            size_t more = list->cap ? list->cap * 2 : 64;
+            pid_t *grown = realloc(list->pids, more * sizeof *grown);
             if (!grown)
                 break;
-            pids = grown;
-            cap = more;
+            list->pids = grown;
+            list->cap = more;
         }
-        pids[n++] = pid;
+        list->pids[list->n++] = pid;
     }
     closedir(d);
+}
+
+int tm_stats_read_live(const char *root, tm_stats_live **live)
+{
+    *live = NULL;
+    DIR *probe = opendir(root);
+    if (!probe) {
+        fprintf(stderr, "tiermem-stat: %s: %s\n", root, strerror(errno));
+        return -1;
+    }
+    closedir(probe);
+    /* the pids first, so that the regions are read in order and at most the cap of them */
+    pid_list list = { 0 };
+    tm_stats_each_dir(root, collect_pids, &list);
+    size_t n = list.n;
+    pid_t *pids = list.pids;
     if (n)
         qsort(pids, n, sizeof *pids, by_pid);
     int count = 0;
@@ -117,7 +140,7 @@ int tm_stats_list(const char *dir)
     if (count < 0)
         return -1;
     if (!count) {
-        printf("tiermem-stat: no live process under libtiermem.so (no readable region in %s)\n", dir);
+        printf("tiermem-stat: no live process under libtiermem.so (no readable region in %s/tiermem-<uid>)\n", dir);
         return 0;
     }
     printf("%8s  %6s  %-23s  %-23s  %-23s  %-15s  %10s  %8s  %s\n", "PID", "DEVICE", "HBM USED/LIMIT",

@@ -6,7 +6,7 @@
  *   tiermem-stat --ledger [PATH]
  *   tiermem-stat --version
  *
- * PID reads that process's default region; a PATH reads a region kept with
+ * PID reads that process's region, /dev/shm/tiermem-UID/tiermem.PID (region_path.h); a PATH reads a region kept with
  * TIERMEM_STATS=PATH. The table shows each tier (limit, bytes in use, peak, chunks), the
  * allocation counts, every chunked or managed allocation (address, size, chunks per tier,
  * how it was asked for, its heat and class) and the calls per hooked driver function.

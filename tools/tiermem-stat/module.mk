@@ -7,7 +7,7 @@ TIERMEM_STAT_OBJS := $(O)/obj/tools/tiermem-stat/main.o $(O)/obj/tools/tiermem-s
                      $(O)/obj/tools/tiermem-stat/ledger_view.o $(O)/obj/tools/tiermem-stat/ledger_lock.o \
                      $(O)/obj/preload/base/proc_start.o $(O)/obj/preload/base/libc_real.o \
                      $(O)/obj/preload/region/ledger_file.o \
-                     $(O)/obj/policy/units.o $(O)/obj/policy/heat.o
+                     $(O)/obj/policy/units.o $(O)/obj/policy/heat.o $(O)/obj/preload/region/region_path.o
 BINS += $(O)/bin/tiermem-stat
 INSTALL_FILES += $(O)/bin/tiermem-stat:bin/tiermem-stat
 
