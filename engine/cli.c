@@ -275,7 +275,7 @@ static int parse_args(int argc, char **argv, cli_options *o)
             o->so.prefill_chunk = (int32_t)v;
             break;
         case O_GRACE: if (parse_double("--grace", optarg, 0, 86400, &o->so.grace_seconds)) return -1; break;
-        case O_IDLE: if (parse_long("--idle-timeout", optarg, 1, 86400, &v)) return -1; o->so.idle_timeout = (int32_t)v; break;
+        case O_IDLE: if (parse_long("--idle-timeout", optarg, 2, 86400, &v)) return -1; o->so.idle_timeout = (int32_t)v; break;
         case O_MAXCONN:
             if (parse_long("--max-connections", optarg, 16, 1 << 20, &v)) return -1;
             o->so.max_connections = (int32_t)v;

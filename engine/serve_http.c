@@ -6,8 +6,8 @@
  * connection that sends or takes nothing for --idle-timeout seconds is closed (one that
  * sent half a request and stopped, too), connections are limited (--max-connections,
  * within RLIMIT_NOFILE, which is raised to fit), and libmicrohttpd's messages about them
- * are rate-limited. A connection whose request is being answered is exempt from the idle
- * timeout while the engine works on it (the engine, not the client, is silent then). */
+ * are rate-limited. A request waiting in the queue or for its answer is not cut by the
+ * idle timeout (tests/serve/test_serve_idle.sh checks both, whole and streamed). */
 #include "engine/serve_internal.h"
 
 #include <arpa/inet.h>
@@ -252,8 +252,6 @@ static enum MHD_Result completion(server *srv, struct MHD_Connection *c, const b
         MHD_destroy_response(resp);
         return ok;
     }
-    /* the engine is silent meanwhile, not the client: no idle timeout until the answer */
-    MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, 0u);
     while (!r->done) {
         wait_a_while(&r->cond, &srv->lock, 0.1);
         if (!r->cancelled && client_gone(c)) {
@@ -263,7 +261,6 @@ static enum MHD_Result completion(server *srv, struct MHD_Connection *c, const b
     }
     char *json = serve_result_json(srv, r);
     pthread_mutex_unlock(&srv->lock);
-    MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, (unsigned)srv->opt->idle_timeout); /* from now */
     enum MHD_Result ok = respond(c, MHD_HTTP_OK, "application/json", json);
     pthread_mutex_lock(&srv->lock);
     serve_request_put(srv, r); /* after the response is queued: a drain waits for it */

@@ -52,6 +52,28 @@ stop_server
 check_eq "SIGTERM: exit 0" "$SRC" 0
 SPID=
 
+# -------------------------------------------------------------- quiet while the engine works
+# One place in the batch: a long stream holds it while a whole (not streamed) completion and
+# a stream wait in the queue for longer than --idle-timeout; neither connection is closed.
+start_server "$T/log3" --kv-dtype f32 --kv-blocks 1024 --ctx 2048 --max-batch 1 --idle-timeout 2
+curl -sN --max-time 60 "$URL/v1/completions" \
+  -d '{"prompt":"Once upon a time","max_tokens":1800,"temperature":0,"stream":true}' > "$T/long.sse" &
+long=$!
+for _ in $(seq 300); do grep -qs '^data: ' "$T/long.sse" && break; sleep 0.1; done
+curl -s --max-time 60 "$URL/v1/completions" -d '{"prompt":"The dog","max_tokens":4,"temperature":0}' \
+  > "$T/queued.json" &
+queued=$!
+curl -sN --max-time 60 "$URL/v1/completions" -d '{"prompt":"A cat","max_tokens":4,"stream":true}' > "$T/queued.sse" &
+queued_stream=$!
+wait $long $queued $queued_stream
+check "a long stream ran to its end" grep -q '"finish_reason":"length"' "$T/long.sse"
+gap=$(grep -c '^: keep-alive' "$T/queued.sse")
+check "  a whole completion queued behind it got its answer" grep -q '"finish_reason":"length"' "$T/queued.json"
+check "  a stream queued behind it got its answer" grep -q '^data: \[DONE\]$' "$T/queued.sse"
+check "  the queued stream waited past the idle timeout (${gap} keep-alives)" test "$gap" -ge 3
+stop_server
+SPID=
+
 # -------------------------------------------------------------- refused connections, few lines
 start_server "$T/log2" --kv-blocks 64 --max-connections 16 --idle-timeout 2
 hold_clients "$T/over" 300 silent 1
