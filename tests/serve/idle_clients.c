@@ -4,8 +4,9 @@
  *
  * Opens N connections to 127.0.0.1:PORT (raising RLIMIT_NOFILE to fit); "line" sends one
  * request line and stops, as a slowloris client does; "silent" sends nothing. Prints
- * "opened=N" once all are open, holds them SECONDS, then prints "closed_by_server=K": how
- * many the server closed meanwhile. */
+ * "opened=N" once all are open, holds them up to SECONDS (less once the server closed
+ * all), then prints "closed_by_server=K seconds=S": how many the server closed, and when
+ * the last of them went (or SECONDS). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -57,7 +58,8 @@ int main(int argc, char **argv)
     printf("opened=%d\n", n);
     fflush(stdout);
     int closed = 0;
-    for (double end = now() + hold; now() < end;) {
+    double start = now(), last = hold;
+    for (double end = start + hold; closed < n && now() < end;) {
         if (poll(p, (nfds_t)n, 100) <= 0) continue;
         for (int i = 0; i < n; i++) {
             if (p[i].fd < 0 || !p[i].revents) continue;
@@ -66,9 +68,14 @@ int main(int argc, char **argv)
                 close(p[i].fd);
                 p[i].fd = -1;
                 closed++;
+                last = now() - start;
             }
         }
     }
-    printf("closed_by_server=%d\n", closed);
+    printf("closed_by_server=%d seconds=%.1f\n", closed, closed == n ? last : hold);
+    fflush(stdout);
+    for (int i = 0; i < n; i++)
+        if (p[i].fd >= 0) close(p[i].fd);
+    free(p);
     return 0;
 }
