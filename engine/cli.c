@@ -98,7 +98,10 @@ static void usage(FILE *f)
         "  --max-batch N             sequences decoded together (default 64)\n"
         "  --max-queue N             requests waiting for the batch; more get 429 (default 256)\n"
         "  --prefill-chunk N         prompt tokens prefilled per step (default 128)\n"
-        "  --grace S                 seconds in-flight requests get after SIGTERM (default 30)\n");
+        "  --grace S                 seconds in-flight requests get after SIGTERM (default 30)\n"
+        "  --idle-timeout S          a connection that sends or takes nothing for S seconds is\n"
+        "                            closed (default 10)\n"
+        "  --max-connections N       connections open at once; more are refused (default 4096)\n");
 }
 
 /* --host: a numeric address, or a name resolved to the first address it has; `out` gets it
@@ -175,7 +178,8 @@ static int parse_args(int argc, char **argv, cli_options *o)
     *o = (cli_options){.n_predict = 64, .top_k = 40, .block_size = 16, .temperature = 0.0f, .top_p = 0.95f,
                        .gpu_util = 0.9, .seed = 1, .kv_dtype = TM_KV_FP8_E4M3,
                        .so = {.host = "127.0.0.1", .port = 8080, .max_batch = 64, .max_queue = 256,
-                              .prefill_chunk = 128, .grace_seconds = 30}};
+                              .prefill_chunk = 128, .grace_seconds = 30, .idle_timeout = 10,
+                              .max_connections = 4096}};
     if (argc > 1 && !strcmp(argv[1], "serve")) {
         o->serve = true;
         argv[1] = argv[0];
@@ -183,7 +187,7 @@ static int parse_args(int argc, char **argv, cli_options *o)
         argv++;
     }
     enum { O_TEMP = 256, O_TOPK, O_TOPP, O_SEED, O_KVD, O_BS, O_CTX, O_PF, O_THR, O_DUMP, O_DRV, O_KVB, O_UTIL,
-           O_HOST, O_PORT, O_KEY, O_BATCH, O_QUEUE, O_CHUNK, O_GRACE, O_ALIAS, O_TOK, O_NOBOS, O_CHAT, O_FORCE, O_LOAD,
+           O_HOST, O_PORT, O_KEY, O_BATCH, O_QUEUE, O_CHUNK, O_GRACE, O_IDLE, O_MAXCONN, O_ALIAS, O_TOK, O_NOBOS, O_CHAT, O_FORCE, O_LOAD,
            O_WARM, O_NGL, O_VERSION };
     static const struct option opts[] = {
         {"model", 1, 0, 'm'}, {"prompt", 1, 0, 'p'}, {"temp", 1, 0, O_TEMP}, {"top-k", 1, 0, O_TOPK},
@@ -192,7 +196,8 @@ static int parse_args(int argc, char **argv, cli_options *o)
         {"dump-logits", 1, 0, O_DUMP}, {"driver", 1, 0, O_DRV}, {"kv-blocks", 1, 0, O_KVB},
         {"gpu-memory-utilization", 1, 0, O_UTIL}, {"host", 1, 0, O_HOST}, {"port", 1, 0, O_PORT},
         {"api-key", 1, 0, O_KEY}, {"max-batch", 1, 0, O_BATCH}, {"max-queue", 1, 0, O_QUEUE},
-        {"prefill-chunk", 1, 0, O_CHUNK}, {"grace", 1, 0, O_GRACE}, {"alias", 1, 0, O_ALIAS},
+        {"prefill-chunk", 1, 0, O_CHUNK}, {"grace", 1, 0, O_GRACE}, {"idle-timeout", 1, 0, O_IDLE},
+        {"max-connections", 1, 0, O_MAXCONN}, {"alias", 1, 0, O_ALIAS},
         {"served-model-name", 1, 0, O_ALIAS}, {"tokenize", 0, 0, O_TOK}, {"no-bos", 0, 0, O_NOBOS},
         {"chat", 0, 0, O_CHAT}, {"force-ids", 1, 0, O_FORCE}, {"load", 1, 0, O_LOAD},
         {"warmup", 1, 0, O_WARM}, {"n-gpu-layers", 1, 0, O_NGL}, {"gpu-layers", 1, 0, O_NGL},
@@ -270,6 +275,11 @@ static int parse_args(int argc, char **argv, cli_options *o)
             o->so.prefill_chunk = (int32_t)v;
             break;
         case O_GRACE: if (parse_double("--grace", optarg, 0, 86400, &o->so.grace_seconds)) return -1; break;
+        case O_IDLE: if (parse_long("--idle-timeout", optarg, 2, 86400, &v)) return -1; o->so.idle_timeout = (int32_t)v; break;
+        case O_MAXCONN:
+            if (parse_long("--max-connections", optarg, 16, 1 << 20, &v)) return -1;
+            o->so.max_connections = (int32_t)v;
+            break;
         case O_TOK: o->tokenize = true; break;
         case O_NOBOS: o->no_bos = true; break;
         case O_CHAT: o->chat = true; break;

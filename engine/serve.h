@@ -24,6 +24,8 @@ typedef struct serve_options {
     int32_t max_queue;          /* requests waiting for a place in the batch; more get 429 */
     int32_t prefill_chunk;      /* prompt tokens per step */
     double grace_seconds;       /* after SIGTERM, in-flight requests get this long to finish */
+    int32_t idle_timeout;       /* seconds a connection may send and take nothing before it is closed */
+    int32_t max_connections;    /* open at once (limited further by RLIMIT_NOFILE); more are refused */
     bool verbose;
 } serve_options;
 

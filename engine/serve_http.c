@@ -1,6 +1,13 @@
 /* serve_http.c — the HTTP side, on libmicrohttpd with a thread per connection: routing,
  * the API key, request bodies, and responses (whole JSON, or SSE events from a callback
- * that waits for the engine loop to add text). */
+ * that waits for the engine loop to add text).
+ *
+ * Clients cannot hold the server: every thread waits with poll() (no FD_SETSIZE limit), a
+ * connection that sends or takes nothing for --idle-timeout seconds is closed (one that
+ * sent half a request and stopped, too), connections are limited (--max-connections,
+ * within RLIMIT_NOFILE, which is raised to fit), and libmicrohttpd's messages about them
+ * are rate-limited. A request waiting in the queue or for its answer is not cut by the
+ * idle timeout (tests/serve/test_serve_idle.sh checks both, whole and streamed). */
 #include "engine/serve_internal.h"
 
 #include <arpa/inet.h>
@@ -10,13 +17,18 @@
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdarg.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
 /* A stream with nothing new for this long sends an SSE comment, which also finds out
  * whether the client is still there (a request can wait in the queue). */
 #define KEEPALIVE_SECONDS 1.0
+#define LOG_WINDOW_SECONDS 10       /* libmicrohttpd's messages: LOG_BURST per window, then a count */
+#define LOG_BURST 5
+#define SPARE_FDS 64                /* descriptors kept for the model, logs and the listener */
 
 typedef struct body {
     char *data;
@@ -358,12 +370,62 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
 /* ----------------------------------------------------------------------------
  * The daemon */
 
+/* libmicrohttpd's messages (a refused connection, a client gone mid-request) come from
+ * clients, so LOG_BURST per window go out and the rest are counted. */
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+static time_t log_window;
+static int log_shown, log_hidden;
+
+static void http_log(void *cls, const char *fmt, va_list ap)
+{
+    (void)cls;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    pthread_mutex_lock(&log_lock);
+    if (now.tv_sec - log_window >= LOG_WINDOW_SECONDS) {
+        if (log_hidden)
+            fprintf(stderr, "tiermem-llm: http: %d more messages in %d s not shown\n", log_hidden, LOG_WINDOW_SECONDS);
+        log_window = now.tv_sec;
+        log_shown = log_hidden = 0;
+    }
+    if (log_shown < LOG_BURST) {
+        char line[512];
+        vsnprintf(line, sizeof line, fmt, ap);
+        line[strcspn(line, "\n")] = '\0';
+        fprintf(stderr, "tiermem-llm: http: %s\n", line);
+        log_shown++;
+    } else {
+        log_hidden++;
+    }
+    pthread_mutex_unlock(&log_lock);
+}
+
+/* The connections the descriptor limit allows, raising the soft limit toward the hard one. */
+static unsigned connection_limit(const serve_options *o)
+{
+    rlim_t want = (rlim_t)o->max_connections + SPARE_FDS;
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return (unsigned)o->max_connections;
+    if (rl.rlim_cur < want) {
+        rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > want ? want : rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+        getrlimit(RLIMIT_NOFILE, &rl);
+    }
+    if (rl.rlim_cur >= want)
+        return (unsigned)o->max_connections;
+    unsigned fit = rl.rlim_cur > 2 * SPARE_FDS ? (unsigned)(rl.rlim_cur - SPARE_FDS) : SPARE_FDS;
+    fprintf(stderr, "tiermem-llm: serve: the descriptor limit (%llu) allows %u of --max-connections %d\n",
+            (unsigned long long)rl.rlim_cur, fit, o->max_connections);
+    return fit;
+}
+
 int serve_http_start(server *srv, char *err, size_t errlen)
 {
     const serve_options *o = srv->opt;
     struct sockaddr_in in4 = {.sin_family = AF_INET, .sin_port = htons((uint16_t)o->port)};
     struct sockaddr_in6 in6 = {.sin6_family = AF_INET6, .sin6_port = htons((uint16_t)o->port)};
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ITC |
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL | MHD_USE_ITC |
                      MHD_USE_ERROR_LOG;
     const struct sockaddr *sa = (const struct sockaddr *)&in4;
     if (inet_pton(AF_INET6, o->host, &in6.sin6_addr) == 1) {
@@ -373,9 +435,11 @@ int serve_http_start(server *srv, char *err, size_t errlen)
         snprintf(err, errlen, "--host expects a numeric IPv4 or IPv6 address, got '%s'", o->host);
         return -1;
     }
+    unsigned limit = connection_limit(o);
     srv->daemon = MHD_start_daemon(flags, (uint16_t)o->port, NULL, NULL, on_request, srv, MHD_OPTION_SOCK_ADDR, sa,
                                    MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv, MHD_OPTION_CONNECTION_LIMIT,
-                                   (unsigned)(o->max_queue + o->max_batch + 64), MHD_OPTION_END);
+                                   limit, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)o->idle_timeout,
+                                   MHD_OPTION_EXTERNAL_LOGGER, http_log, NULL, MHD_OPTION_END);
     if (!srv->daemon) {
         snprintf(err, errlen, "cannot listen on %s port %d (in use, or not permitted)", o->host, o->port);
         return -1;
@@ -385,12 +449,6 @@ int serve_http_start(server *srv, char *err, size_t errlen)
     fprintf(stderr, "tiermem-llm: serving on http://%s%s%s:%u\n", v6 ? "[" : "", o->host, v6 ? "]" : "",
             di ? di->port : (unsigned)o->port);
     return 0;
-}
-
-void serve_http_quiesce(server *srv)
-{
-    MHD_socket fd = MHD_quiesce_daemon(srv->daemon);
-    if (fd != MHD_INVALID_SOCKET) close(fd);
 }
 
 void serve_http_stop(server *srv)

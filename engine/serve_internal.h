@@ -93,7 +93,6 @@ int serve_enqueue(server *srv, serve_request *r);
 
 /* serve_http.c: the HTTP side (libmicrohttpd). */
 int serve_http_start(server *srv, char *err, size_t errlen);
-void serve_http_quiesce(server *srv);
 void serve_http_stop(server *srv);
 
 #endif /* TM_ENGINE_SERVE_INTERNAL_H */

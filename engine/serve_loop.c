@@ -239,9 +239,7 @@ static int engine_loop(server *srv)
             drain_deadline = now() + srv->opt->grace_seconds;
             fprintf(stderr, "tiermem-llm: %s: draining %d running and %d queued requests (grace %.0f s)\n",
                     strsignal(stop_signal), srv->n_running, srv->n_queued, srv->opt->grace_seconds);
-            pthread_mutex_unlock(&srv->lock);
-            serve_http_quiesce(srv);
-            pthread_mutex_lock(&srv->lock);
+            /* the listener stays open: /health answers 503 and new requests get 503 */
         }
         if (srv->draining && now() > drain_deadline)
             for (serve_request *q = srv->queue_head; q; q = q->next) q->cancelled = true;

@@ -7,7 +7,8 @@
 #define HOST_RANGES_MAX 1024        /* host buffers remembered at once (oldest replaced) */
 
 /* Host ranges never overlap (a new fill cuts what it covers) and are kept sorted by
- * start, so a copy finds its source with a binary search. Readers take no lock: writers
+ * start, so a copy finds its source with a binary search. Each range holds its file's
+ * table (tm_model_file_pin) until it is cut away. Readers take no lock: writers
  * (under a mutex) make `seq` odd while they change the array, and a reader that saw it
  * odd or changed searches again. The array is static, so a torn read is only retried. */
 typedef struct host_range {
@@ -52,8 +53,10 @@ static int upper_bound(uintptr_t at, int count)
     return lo;
 }
 
+/* Drops ranges[i] and its hold on the file's table (ranges_lock, then the files' lock). */
 static void remove_at(int i)
 {
+    tm_model_file_unpin(ranges[i].file);
     memmove(&ranges[i], &ranges[i + 1], (size_t)(range_count - i - 1) * sizeof ranges[0]);
     range_count--;
 }
@@ -86,8 +89,18 @@ void tm_host_range_filled(tm_model_file *file, const void *host, size_t bytes, u
     uintptr_t start = (uintptr_t)host, end = start + bytes;
     if (end < start)
         return;
+    /* the range holds the table while it holds some tensor's bytes (a header read holds none) */
+    bool holds = tm_model_file_pin(file);
+    if (holds && !tm_tensor_table_overlaps(&file->table, offset, bytes)) {
+        tm_model_file_unpin(file);
+        holds = false;
+    }
     write_begin();
     cut_locked(start, end);
+    if (!holds) {
+        write_end();
+        return;
+    }
     if (range_count == HOST_RANGES_MAX) {
         int oldest = 0;
         for (int i = 1; i < range_count; i++)

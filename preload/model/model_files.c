@@ -1,14 +1,15 @@
 /* model_files.c — recognising model files and recording what host memory they filled
  * (see model_files.h). */
 #include "preload/model/model_files.h"
+#include "preload/model/file_refs.h"
 
 #include <fcntl.h>
 #include <fnmatch.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "preload/base/libc_real.h"
@@ -17,16 +18,9 @@
 #include "preload/driver/launch.h"
 
 #define FD_MAX 65536                /* descriptors above this are not followed */
-#define FILES_MAX 1024              /* distinct model files per process */
-#define HEADER_MAX ((size_t)256 << 20)
+#define HEADER_SECONDS 2.0          /* reading a header gives up after this long */
 
 static tm_model_file *fd_file[FD_MAX];
-
-static pthread_mutex_t files_lock = PTHREAD_MUTEX_INITIALIZER;
-static tm_model_file *files[FILES_MAX];
-static int file_count;
-int tm_model_files_loading_now;        /* files with some tensors uploaded and some not */
-static uint64_t bytes_left;         /* of their tensors not uploaded yet */
 
 /* ---------------------------------------------------------------- recognising */
 
@@ -47,9 +41,18 @@ static bool looks_like_model(const char *path)
            fnmatch("*-[0-9][0-9][0-9][0-9][0-9]-of-[0-9][0-9][0-9][0-9][0-9]*", base, 0) == 0;
 }
 
-/* Reads the header, growing the buffer as the parser asks, up to HEADER_MAX. */
+static double seconds_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Reads the header, growing the buffer as the parser asks, up to TM_MODEL_HEADER_MAX bytes
+ * and HEADER_SECONDS (a slow or stalling file costs the open that long at most). */
 static tm_parse_result read_header(int fd, uint64_t file_size, tm_tensor_table *table, const char **why)
 {
+    double deadline = seconds_now() + HEADER_SECONDS;
     size_t len = 1 << 20;
     for (;;) {
         if (len > file_size) len = (size_t)file_size;
@@ -64,8 +67,12 @@ static tm_parse_result read_header(int fd, uint64_t file_size, tm_tensor_table *
                                     : tm_parse_model_header(buf, (size_t)got, file_size, table, &need, why);
         free(buf);
         if (r != TM_PARSE_SHORT) return r;
-        if ((size_t)got < len || len >= file_size || need <= len || need > HEADER_MAX) {
-            *why = "its header is truncated or larger than 256 MiB";
+        if ((size_t)got < len || len >= file_size || need <= len || need > TM_MODEL_HEADER_MAX) {
+            *why = "its header is truncated or larger than 32 MiB";
+            return TM_PARSE_BAD;
+        }
+        if (seconds_now() > deadline) {
+            *why = "reading its header took longer than 2 s";
             return TM_PARSE_BAD;
         }
         len = need;
@@ -82,84 +89,59 @@ static void keep_path(int fd, char out[TM_MODEL_PATH_MAX])
     out[n > 0 && n < TM_MODEL_PATH_MAX - 1 && out[0] == '/' ? n : 0] = '\0';
 }
 
+
 tm_model_file *tm_model_file_load(int fd, const char *path)
 {
     struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
         return NULL;
-    pthread_mutex_lock(&files_lock);
-    tm_model_file *found = NULL;
-    for (int i = 0; i < file_count && !found; i++)
-        if (files[i]->dev == st.st_dev && files[i]->ino == st.st_ino)
-            found = files[i];
-    pthread_mutex_unlock(&files_lock);
-    if (found)
-        return found;
+    tm_model_file *f = tm_model_files_find(&st);
+    if (f)
+        return f;
 
-    tm_model_file *f = calloc(1, sizeof *f);
-    if (!f)
-        return NULL;
-    f->dev = st.st_dev;
-    f->ino = st.st_ino;
-    f->size = (uint64_t)st.st_size;
-    f->mtime = st.st_mtim;
-    keep_path(fd, f->path);
+    /* parsed outside the lock: other opens and copies go on meanwhile */
     const char *base = strrchr(path, '/');
-    snprintf(f->name, sizeof f->name, "%s", base ? base + 1 : path);
+    char name[sizeof f->name];
+    snprintf(name, sizeof name, "%s", base ? base + 1 : path);
+    tm_tensor_table table = { 0 };
     const char *why = NULL;
-    tm_parse_result r = read_header(fd, (uint64_t)st.st_size, &f->table, &why);
+    tm_parse_result r = read_header(fd, (uint64_t)st.st_size, &table, &why);
     if (r != TM_PARSE_OK) {
         if (r == TM_PARSE_BAD)
-            tm_warn("model file %s: %s; its tensors are not named", f->name, why);
-        free(f);
+            tm_warn("model file %s: %s; its tensors are not named", name, why);
         return NULL;
     }
-    f->uploaded = calloc(f->table.count ? (size_t)f->table.count : 1, 1);
-    for (uint64_t i = 0; i < f->table.count; i++) {
-        f->tensors += f->table.tensor[i].size != 0;
-        f->bytes += f->table.tensor[i].size;
+    uint8_t *uploaded = calloc(table.count ? (size_t)table.count : 1, 1);
+    tm_model_file *fresh = calloc(1, sizeof *fresh);
+    if (!uploaded || !fresh) {
+        tm_tensor_table_free(&table);
+        free(uploaded);
+        free(fresh);
+        return NULL;
     }
-    pthread_mutex_lock(&files_lock);
-    if (file_count < FILES_MAX) {
-        files[file_count++] = f;
-    } else {
-        tm_tensor_table_free(&f->table);
-        free(f->uploaded);
-        free(f);
-        f = NULL;
-    }
-    pthread_mutex_unlock(&files_lock);
-    if (f)
-        tm_info("model file %s: %s, %llu tensors", f->name,
-                f->table.format == TM_FORMAT_GGUF ? "GGUF" : "safetensors", (unsigned long long)f->table.count);
+    fresh->dev = st.st_dev;
+    fresh->ino = st.st_ino;
+    fresh->size = (uint64_t)st.st_size;
+    fresh->mtime = st.st_mtim;
+    keep_path(fd, fresh->path);
+    memcpy(fresh->name, name, sizeof name);
+    uint64_t count = table.count;
+    tm_model_format format = table.format;
+    bool installed, over;
+    f = tm_model_file_install(&st, &fresh, &table, uploaded, &installed, &over);
+    free(fresh);                        /* not taken: the file was known */
+    if (over)
+        tm_warn("model file %s: its %llu tensors would take the tensor tables kept past 64 MiB; its tensors "
+                "are not named", name, (unsigned long long)count);
+    else if (installed)
+        tm_info("model file %s: %s, %llu tensors", name, format == TM_FORMAT_GGUF ? "GGUF" : "safetensors",
+                (unsigned long long)count);
     return f;
-}
-
-/* ---------------------------------------------------------------- uploads */
-
-void tm_model_file_uploaded(tm_model_file *f, uint64_t offset, uint64_t bytes)
-{
-    if (!f->uploaded || bytes == 0)
-        return;
-    uint64_t first, n = tm_tensor_table_ending_in(&f->table, offset, bytes, &first);
-    for (uint64_t i = first; i < first + n; i++) {
-        if (f->table.tensor[i].size == 0 || __atomic_exchange_n(&f->uploaded[i], 1, __ATOMIC_RELAXED))
-            continue;
-        uint64_t done = __atomic_add_fetch(&f->tensors_uploaded, 1, __ATOMIC_ACQ_REL);
-        if (f->tensors > 1 && done == 1) {
-            __atomic_add_fetch(&bytes_left, f->bytes, __ATOMIC_RELEASE);
-            __atomic_add_fetch(&tm_model_files_loading_now, 1, __ATOMIC_RELEASE);
-        }
-        if (f->tensors > 1)
-            __atomic_sub_fetch(&bytes_left, f->table.tensor[i].size, __ATOMIC_RELEASE);
-        if (f->tensors > 1 && done == f->tensors)
-            __atomic_sub_fetch(&tm_model_files_loading_now, 1, __ATOMIC_RELEASE);
-    }
 }
 
 uint64_t tm_model_files_bytes_left(void)
 {
-    return tm_model_files_loading() ? __atomic_load_n(&bytes_left, __ATOMIC_ACQUIRE) : 0;
+    return tm_model_files_loading() ? tm_model_files_unloaded_bytes() : 0;
 }
 
 void tm_model_files_opened(int fd, const char *path, int flags)
@@ -167,13 +149,18 @@ void tm_model_files_opened(int fd, const char *path, int flags)
     if (fd < 0 || fd >= FD_MAX || !path || (flags & O_ACCMODE) != O_RDONLY ||
         !recording() || !looks_like_model(path))
         return;
-    __atomic_store_n(&fd_file[fd], tm_model_file_load(fd, path), __ATOMIC_RELEASE);
+    tm_model_file *old = __atomic_exchange_n(&fd_file[fd], tm_model_file_load(fd, path), __ATOMIC_ACQ_REL);
+    if (old)                        /* closed past the C library's close */
+        tm_model_file_unpin(old);
 }
 
 void tm_model_files_closed(int fd)
 {
-    if (fd >= 0 && fd < FD_MAX)
-        __atomic_store_n(&fd_file[fd], NULL, __ATOMIC_RELEASE);
+    if (fd < 0 || fd >= FD_MAX)
+        return;
+    tm_model_file *old = __atomic_exchange_n(&fd_file[fd], NULL, __ATOMIC_ACQ_REL);
+    if (old)
+        tm_model_file_unpin(old);
 }
 
 tm_model_file *tm_model_file_of_fd(int fd)

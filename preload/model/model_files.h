@@ -5,8 +5,14 @@
  * a header that does not parse is named in one line and the file is ignored. Reads,
  * preads and mmaps of such a file record which host range now holds which file range;
  * a copy from that host range to the device can then say which tensor it carries
- * (provenance.h). Records are never freed while the process runs: a table is small, and
- * a copy may look one up at any time. */
+ * (provenance.h).
+ *
+ * A file's record (who it is, where it is) lives as long as the process; its tensor table
+ * lives while something refers to it: an open descriptor, a host range holding its
+ * tensors' bytes, a device chunk labelled with one of its tensors, or a copy in progress
+ * (tm_model_file_pin). When the last goes, the table is freed; an open of the file later
+ * parses the header again. Tables kept at once are bounded: at most TM_TENSORS_MAX
+ * tensors each (13 MiB) and 64 MiB together; past that a file's tensors go unnamed. */
 #ifndef TM_PRELOAD_MODEL_FILES_H
 #define TM_PRELOAD_MODEL_FILES_H
 
@@ -29,7 +35,9 @@ typedef struct tm_model_file {
     char name[64];                  /* the file's base name, for messages */
     char path[TM_MODEL_PATH_MAX];   /* absolute, as the kernel resolved it at the open
                                      * (file_tier.h reads it again); "" when unknown */
-    tm_tensor_table table;
+    uint32_t index;                 /* in the process's list of files (tm_tensor.file_index) */
+    int64_t refs;                   /* holders of `table`, under the files' lock */
+    tm_tensor_table table;          /* empty (tensor NULL) while nothing holds it */
     uint8_t *uploaded;              /* [table.count] 1 once a copy to the device carried the
                                      * tensor's last byte; NULL when out of memory */
     uint64_t tensors;               /* the non-empty ones, which an upload finishes */
@@ -42,7 +50,8 @@ void tm_model_files_opened(int fd, const char *path, int flags);
 /* Before close(fd). */
 void tm_model_files_closed(int fd);
 
-/* The model file behind `fd`, or NULL (a load and a branch when none is open). */
+/* The model file behind `fd`, or NULL (a load and a branch when none is open). The
+ * record stays valid; its table only while pinned. */
 tm_model_file *tm_model_file_of_fd(int fd);
 
 /* A copy to the device carried the file's range [offset, offset + bytes): the tensors it
@@ -78,8 +87,20 @@ static inline bool tm_host_ranges_any(void)
     return __atomic_load_n(&tm_host_range_count, __ATOMIC_RELAXED) != 0;
 }
 
+/* Holds the file's table while the caller uses it: false when it has none now (it was
+ * freed; the caller names nothing). Each pin is undone by one unpin. */
+bool tm_model_file_pin(tm_model_file *file);
+void tm_model_file_unpin(tm_model_file *file);
+/* A device chunk is labelled with tensor `t` (its file pinned by the caller), or no longer. */
+void tm_model_file_hold_tensor(const tm_tensor *t);
+void tm_model_file_release_tensor(const tm_tensor *t);
+/* Bytes of the tensor tables kept now (the bound above is on this). */
+uint64_t tm_model_files_table_bytes(void);
+
 /* Parses the model header of an open file descriptor with the real pread (never moving
- * its offset). NULL when it is not a model file or the header is bad (one line said so). */
+ * its offset), or finds the file's table kept already; the file comes back pinned (one
+ * tm_model_file_unpin undoes it). NULL when it is not a model file or the header is bad
+ * (one line said so). */
 tm_model_file *tm_model_file_load(int fd, const char *path);
 
 #endif /* TM_PRELOAD_MODEL_FILES_H */

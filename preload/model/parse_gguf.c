@@ -158,7 +158,8 @@ tm_parse_result tm_parse_gguf(const uint8_t *data, size_t len, uint64_t file_siz
     if (!take_u32(&c, &version) || !take_u64(&c, &n_tensors) || !take_u64(&c, &n_kv))
         return short_of(&c, need);
     if (version != 2 && version != 3) return fail(why, "GGUF version is not 2 or 3");
-    if (n_tensors > TM_TENSORS_MAX || n_kv > file_size) return fail(why, "GGUF counts exceed the file");
+    if (n_tensors > TM_TENSORS_MAX) return fail(why, "the GGUF header lists more than 65536 tensors");
+    if (n_kv > file_size || n_tensors * 32 > file_size) return fail(why, "GGUF counts exceed the file");
 
     uint64_t alignment = 32;
     for (uint64_t i = 0; i < n_kv; i++) {

@@ -54,10 +54,11 @@ const tm_tensor *tm_tensor_table_find(const tm_tensor_table *table, uint64_t off
     return offset - t->offset < t->size ? t : NULL;
 }
 
-uint64_t tm_tensor_table_ending_in(const tm_tensor_table *table, uint64_t offset, uint64_t bytes, uint64_t *first)
+/* The first tensor ending after `offset` (ends only grow in offset order), or count. */
+static uint64_t first_ending_after(const tm_tensor_table *table, uint64_t offset)
 {
     uint64_t lo = 0, hi = table->count;
-    while (lo < hi) {                   /* the first tensor ending after offset (ends only grow) */
+    while (lo < hi) {
         uint64_t mid = lo + (hi - lo) / 2;
         const tm_tensor *t = &table->tensor[mid];
         if (t->offset + t->size <= offset)
@@ -65,11 +66,25 @@ uint64_t tm_tensor_table_ending_in(const tm_tensor_table *table, uint64_t offset
         else
             hi = mid;
     }
+    return lo;
+}
+
+uint64_t tm_tensor_table_ending_in(const tm_tensor_table *table, uint64_t offset, uint64_t bytes, uint64_t *first)
+{
+    uint64_t lo = first_ending_after(table, offset);
     *first = lo;
     uint64_t n = 0;
     while (lo + n < table->count && table->tensor[lo + n].offset + table->tensor[lo + n].size - offset <= bytes)
         n++;
     return n;
+}
+
+bool tm_tensor_table_overlaps(const tm_tensor_table *table, uint64_t offset, uint64_t bytes)
+{
+    uint64_t i = first_ending_after(table, offset);
+    if (i == table->count) return false;
+    const tm_tensor *t = &table->tensor[i];
+    return t->offset < offset || t->offset - offset < bytes;
 }
 
 void tm_tensor_table_free(tm_tensor_table *table)

@@ -8,12 +8,17 @@
 #ifndef TM_PRELOAD_TENSOR_TABLE_H
 #define TM_PRELOAD_TENSOR_TABLE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #define TM_TENSOR_NAME_MAX 96      /* longer names are cut (the copy stays a prefix) */
 #define TM_TENSOR_DIMS_MAX 8
-#define TM_TENSORS_MAX (1u << 20)  /* more tensors than this: not a file we believe */
+/* Bounds on what a header may cost inside the host's open(): its bytes (read and scanned
+ * once, linearly) and its tensors (a table of TM_TENSORS_MAX entries is 13 MiB). Past
+ * either, the header is refused and the file's tensors go unnamed. */
+#define TM_MODEL_HEADER_MAX ((size_t)32 << 20)
+#define TM_TENSORS_MAX (1u << 16)
 
 typedef enum tm_model_format {
     TM_FORMAT_GGUF = 1,
@@ -24,6 +29,7 @@ typedef struct tm_tensor {
     char name[TM_TENSOR_NAME_MAX];
     char dtype[16];                 /* "F16", "Q8_0", "BF16", ... ("type-N" when unknown) */
     uint32_t n_dims;
+    uint32_t file_index;            /* which model file's table holds it (model_files.h) */
     int64_t shape[TM_TENSOR_DIMS_MAX];
     uint64_t offset;                /* absolute file offset of the first byte */
     uint64_t size;                  /* bytes in the file */
@@ -66,6 +72,9 @@ const tm_tensor *tm_tensor_table_find(const tm_tensor_table *table, uint64_t off
  * index of the first; returns how many (consecutive in offset order). A copy of the range
  * finishes those tensors, however the program split their bytes into copies. */
 uint64_t tm_tensor_table_ending_in(const tm_tensor_table *table, uint64_t offset, uint64_t bytes, uint64_t *first);
+
+/* Whether some tensor has a byte in [offset, offset + bytes). */
+bool tm_tensor_table_overlaps(const tm_tensor_table *table, uint64_t offset, uint64_t bytes);
 
 void tm_tensor_table_free(tm_tensor_table *table);
 

@@ -99,8 +99,15 @@ static void label_allocation(tm_alloc *a, void *arg)
         const tm_tensor *t = tm_tensor_table_find(&job->file->table, job->offset + (from - job->dst));
         if (!t)
             continue;
-        if (__atomic_exchange_n(&labels[i], t, __ATOMIC_RELAXED) != t)
-            changed = true;
+        if (__atomic_load_n(&labels[i], __ATOMIC_RELAXED) != t) {
+            /* a label holds its file's table; one of another file it replaces keeps its
+             * hold (a reader may have that name in hand), so that table is never freed */
+            tm_model_file_hold_tensor(t);
+            const tm_tensor *old = __atomic_exchange_n(&labels[i], t, __ATOMIC_RELAXED);
+            if (old == t || (old && old->file_index == t->file_index))
+                tm_model_file_release_tensor(old);
+            changed = changed || old != t;
+        }
         /* the copy writes every live byte of the chunk: what it held is dead */
         uint64_t chunk_live_end = chunk_start + chunk < live_end ? chunk_start + chunk : live_end;
         bool covered = from == chunk_start && end >= chunk_live_end;
@@ -135,18 +142,23 @@ void tm_provenance_copy_slow(CUdeviceptr dst, const void *src, size_t bytes, boo
     size_t valid;
     if (bytes == 0 || !tm_host_range_find(src, &job.file, &job.offset, &valid))
         return;
+    if (!tm_model_file_pin(job.file))
+        return;                        /* its table was freed meanwhile */
     job.bytes = bytes < valid ? bytes : valid;
     tm_model_file_uploaded(job.file, job.offset, job.bytes);
-    if (!tm_tiering_on() || !(job.device = tm_device_ready()))
-        return;
-    tm_alloc_find(dst, label_allocation, &job);
+    if (tm_tiering_on() && (job.device = tm_device_ready()))
+        tm_alloc_find(dst, label_allocation, &job);
+    tm_model_file_unpin(job.file);
 }
 
 /* ---------------------------------------------------------------- the watcher */
 
 static void labels_released(tm_alloc *a, tm_release_kind how)
 {
-    (void)how;
+    /* (a child forgets its parent's allocations: their holds stay, as the child's locks may not) */
+    for (uint64_t i = 0; how == TM_RELEASE_FREED && a->label && a->backing && i < a->backing->plan.chunks; i++)
+        if (a->label[i])
+            tm_model_file_release_tensor(a->label[i]);
     free(a->label);
     a->label = NULL;
 }

@@ -9,6 +9,7 @@
 #   $(O)/tests/preload/migrate_stress chunks migrate while 8 streams check their data
 #   $(O)/tests/preload/kernels.so     its host kernels (a simcuda module)
 #   $(O)/tests/preload/filecopy       loads a model file as programs do (mmap, pread, staging)
+#   $(O)/tests/preload/header_probe   writes hostile model headers; opens files and says what it cost
 #   $(O)/tests/preload/ipc_peer       one side of a legacy CUDA IPC exchange between processes
 #   $(O)/tests/preload/pool_probe     chunked allocations freed and made again (pooled chunks)
 #   $(O)/tests/preload/collector_probe the heat policy on heat written into its region by a collector
@@ -113,6 +114,10 @@ $(PRELOAD_TEST_DIR)/filecopy: $(O)/obj/tests/preload/filecopy.o $(O)/obj/tests/p
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) $(filter %.o,$^) -o $@ $(PRELOAD_TEST_LINK) -ljansson
 
+$(PRELOAD_TEST_DIR)/header_probe: $(O)/obj/tests/preload/header_probe.o
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@
+
 # Unit tests of the pieces that need no driver.
 $(PRELOAD_TEST_DIR)/test_registry: $(O)/obj/tests/preload/test_registry.o $(O)/obj/preload/mem/registry.o
 	@mkdir -p $(@D)
@@ -143,7 +148,7 @@ TEST_SCRIPTS += $(sort $(wildcard tests/preload/test_*.sh))
 test-progs: $(PRELOAD_TEST_DIR)/probe $(PRELOAD_TEST_DIR)/doors $(PRELOAD_TEST_DIR)/heat_probe \
             $(PRELOAD_TEST_DIR)/serving $(PRELOAD_TEST_DIR)/devices $(PRELOAD_TEST_DIR)/filecopy $(PRELOAD_TEST_DIR)/migrate_stress \
             $(PRELOAD_TEST_DIR)/ipc_peer $(PRELOAD_TEST_DIR)/pool_probe $(PRELOAD_TEST_DIR)/vmm_retain \
-            $(PRELOAD_TEST_DIR)/collector_probe $(PRELOAD_TEST_DIR)/ledger_hold $(PRELOAD_TEST_DIR)/region_scribble \
+            $(PRELOAD_TEST_DIR)/collector_probe $(PRELOAD_TEST_DIR)/ledger_hold $(PRELOAD_TEST_DIR)/region_scribble $(PRELOAD_TEST_DIR)/header_probe \
             $(PRELOAD_TEST_DIR)/nvml_linked $(PRELOAD_TEST_DIR)/nvml_dlopen \
             $(PRELOAD_TEST_KERNELS) \
             $(O)/lib/libtiermem.so $(O)/bin/tiermem-stat

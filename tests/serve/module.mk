@@ -20,3 +20,10 @@ $(O)/tests/test_chat_template: $(O)/obj/tests/serve/test_chat_template.o $(O)/ob
 
 TEST_PROGS += $(O)/tests/test_chat_template
 TEST_SCRIPTS += tests/serve/test_serve.sh tests/serve/test_serve_openai.sh tests/serve/test_serve_tiered.sh
+
+# idle_clients: holds a server's connections open doing nothing (tests/serve/test_serve_idle.sh)
+$(O)/tests/serve/idle_clients: $(O)/obj/tests/serve/idle_clients.o
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) $^ -o $@
+test-progs: $(O)/tests/serve/idle_clients
+TEST_SCRIPTS += tests/serve/test_serve_idle.sh

@@ -12,6 +12,8 @@ $(BENCH_PRELOAD_KERNELS): $(O)/obj/tools/bench-preload/kernels.o
 	$(CC) $(CFLAGS) $(LDFLAGS) -shared $^ -o $@
 
 $(O)/bin/bench-preload: $(O)/obj/tools/bench-preload/bench.o $(O)/obj/preload/mem/registry.o $(O)/obj/preload/model/host_ranges.o \
+    $(O)/obj/preload/model/file_refs.o $(O)/obj/preload/model/tensor_table.o $(O)/obj/preload/model/parse_gguf.o \
+    $(O)/obj/preload/model/parse_safetensors.o \
     $(O)/lib/simcuda/libcuda.so.1 | $(BENCH_PRELOAD_KERNELS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) $(filter %.o,$^) -o $@ -L$(O)/lib/simcuda -l:libcuda.so.1 \
