@@ -59,7 +59,7 @@ const tm_setting_doc tm_setting_docs[] = {
       "none" },
     { "TIERMEM_HEAT", PLACEMENT,
       "where access heat comes from: `launch` (kernel parameters of sampled launches), `ebpf` (served "
-      "by `tiermem-heat` beside the process; the library itself loads no BPF and uses "
+      "by `tiermem-heat --feed` beside the process; the library itself loads no BPF and uses "
       "`launch`), `off`",
       "`launch`" },
     { "TIERMEM_HEAT_HALFLIFE", PLACEMENT,

@@ -17,7 +17,7 @@ parsed=$(grep -oE '^    \{ "TIERMEM_[A-Z_]+"' policy/config.c | names)
 check_eq "docs/configuration.md lists each of the $(wc -w <<<"$parsed") parsed variables once" \
   "$(grep -oE '^\| `TIERMEM_[A-Z_]+' docs/configuration.md | names)" "$parsed"
 check_eq "libtiermem(7)'s ENVIRONMENT lists each of them once" \
-  "$(sed -n '/^\.SH ENVIRONMENT/,/^\.SH /p' man/libtiermem.7 | grep -oE '^\.B TIERMEM_[A-Z_]+' | names)" "$parsed"
+  "$(sed -n '/^\.\\" BEGIN settings/,/^\.\\" END settings/p' man/libtiermem.7 | grep -oE '^\.B TIERMEM_[A-Z_]+' | names)" "$parsed"
 
 # A hand edit inside the generated part of a copy is found, and make docs puts it right.
 work=$(mktemp -d)

@@ -69,7 +69,8 @@ if start_held "${SIM[@]}" -- "$PROBE" pieces 8M 4M; then
   "$SCRIBBLE" set "$ADIR/tiermem.$HELD_PID" device_count 99
   json=$("$TIERMEM_STAT" --json "$HELD_PID" 2>&1)
   check "tiermem-stat PID reads the process's own region (its pid, running)" \
-    grep -q "^{\"pid\":$HELD_PID,\"state\":\"running\",\"region\":\"$region\"" <<<"$json"
+    jq -e --argjson pid "$HELD_PID" --arg region "$region" \
+      '.pid == $pid and .state == "running" and .region == $region' <<<"$json" >/dev/null
   release_held
   check_eq "root's process ran as usual" "$HELD_RC" 0
 else
