@@ -61,7 +61,7 @@ char *serve_metrics_text(const serve_metrics *m)
     gauge(&p, "running_requests", "Requests in the batch.", m->running);
     gauge(&p, "batch_size", "Sequences in the last step.", m->batch);
     gauge(&p, "batch_size_max", "The most sequences in one step since the start.", m->batch_peak);
-    gauge(&p, "kv_blocks_total", "Blocks in the KV pool.", m->kv_total);
+    gauge(&p, "kv_blocks_capacity", "Blocks in the KV pool.", m->kv_total); /* a gauge: no _total */
     gauge(&p, "kv_blocks_used", "KV blocks held by running requests.", m->kv_used);
     gauge(&p, "kv_blocks_free", "KV blocks holding nothing.", m->kv_free);
     gauge(&p, "kv_blocks_cached", "KV blocks named in the prefix cache (held or idle).", m->kv_cached);

@@ -1,5 +1,6 @@
 /* list.c — see list.h. Only regions whose process is alive and that read as that
- * process's own (tm_stats_read_pid) are listed; leftovers are --gc's business. */
+ * process's own (tm_stats_read_pid) are listed; leftovers are --gc's business. The
+ * processes are found in /proc, and each one's region where the reader says it is. */
 #include "tools/tiermem-stat/list.h"
 
 #include <dirent.h>
@@ -12,7 +13,6 @@
 #include <unistd.h>
 
 #include "policy/units.h"
-#include "tools/tiermem-stat/gc.h"
 #include "tools/tiermem-stat/stat_json.h"
 
 void tm_stats_command(pid_t pid, char *buf, size_t len)
@@ -43,55 +43,42 @@ static int by_pid(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-typedef struct pid_list {
-    size_t n, cap;
-    pid_t *pids;
-} pid_list;
-
-/* Collects the pids of live processes with a region in one user's region directory. */
-static void collect_pids(int dir_fd, const char *dir, uid_t uid, void *arg)
+/* The pid a /proc entry names, or 0. */
+static pid_t pid_of_proc_entry(const char *name)
 {
-    (void)dir;
-    (void)uid;
-    pid_list *list = arg;
-    int fd_copy = dup(dir_fd); /* fdopendir takes the descriptor over */
-    DIR *d = fd_copy >= 0 ? fdopendir(fd_copy) : NULL;
-    if (!d) {
-        if (fd_copy >= 0)
-            close(fd_copy);
-        return;
-    }
-    for (struct dirent *e; (e = readdir(d));) {
-        pid_t pid = tm_stats_pid_of_name(e->d_name);
-        if (!pid || (kill(pid, 0) != 0 && errno == ESRCH))
-            continue;
-        if (list->n == list->cap) {
-            size_t more = list->cap ? list->cap * 2 : 64;
-            pid_t *grown = realloc(list->pids, more * sizeof *grown);
-            if (!grown)
-                break;
-            list->pids = grown;
-            list->cap = more;
-        }
-        list->pids[list->n++] = pid;
-    }
-    closedir(d);
+    char *end;
+    errno = 0;
+    long pid = strtol(name, &end, 10);
+    return !errno && end != name && !*end && pid > 0 && pid <= 0x3fffffff ? (pid_t)pid : 0;
 }
 
-int tm_stats_read_live(const char *root, tm_stats_live **live)
+int tm_stats_read_live(tm_stats_live **live)
 {
     *live = NULL;
-    DIR *probe = opendir(root);
-    if (!probe) {
-        fprintf(stderr, "tiermem-stat: %s: %s\n", root, strerror(errno));
+    /* every live process is asked for its default region (stats_read.h decides where that
+     * is), so the listing follows wherever the regions live */
+    DIR *d = opendir("/proc");
+    if (!d) {
+        fprintf(stderr, "tiermem-stat: /proc: %s\n", strerror(errno));
         return -1;
     }
-    closedir(probe);
-    /* the pids first, so that the regions are read in order and at most the cap of them */
-    pid_list list = { 0 };
-    tm_stats_each_dir(root, collect_pids, &list);
-    size_t n = list.n;
-    pid_t *pids = list.pids;
+    size_t n = 0, cap = 0;
+    pid_t *pids = NULL;
+    for (struct dirent *e; (e = readdir(d));) {
+        pid_t pid = pid_of_proc_entry(e->d_name);
+        if (!pid)
+            continue;
+        if (n == cap) {
+            size_t more = cap ? cap * 2 : 256;
+            pid_t *grown = realloc(pids, more * sizeof *pids);
+            if (!grown)
+                break;
+            pids = grown;
+            cap = more;
+        }
+        pids[n++] = pid;
+    }
+    closedir(d);
     if (n)
         qsort(pids, n, sizeof *pids, by_pid);
     int count = 0;
@@ -133,14 +120,14 @@ static const char *tier_usage(const tm_stats_tier *tier, char *buf, size_t len)
     return buf;
 }
 
-int tm_stats_list(const char *dir)
+int tm_stats_list(void)
 {
     tm_stats_live *live;
-    int count = tm_stats_read_live(dir, &live);
+    int count = tm_stats_read_live(&live);
     if (count < 0)
         return -1;
     if (!count) {
-        printf("tiermem-stat: no live process under libtiermem.so (no readable region in %s/tiermem-<uid>)\n", dir);
+        printf("tiermem-stat: no live process under libtiermem.so (none has a region this user may read)\n");
         return 0;
     }
     printf("%8s  %6s  %-23s  %-23s  %-23s  %-15s  %10s  %8s  %s\n", "PID", "DEVICE", "HBM USED/LIMIT",
@@ -157,10 +144,10 @@ int tm_stats_list(const char *dir)
     return count;
 }
 
-int tm_stats_list_json(const char *dir, bool by_heat)
+int tm_stats_list_json(bool by_heat)
 {
     tm_stats_live *live;
-    int count = tm_stats_read_live(dir, &live);
+    int count = tm_stats_read_live(&live);
     if (count < 0)
         return -1;
     json_t *all = json_array();

@@ -20,21 +20,21 @@ typedef struct tm_stats_live {
     tm_stats_snapshot snapshot;
 } tm_stats_live;
 
-/* Reads the region of every live process found in `dir` that reads as that process's own
- * (tm_stats_read_pid), sorted by pid. Returns how many (*live: a malloc'd array, NULL
- * when none), or -1 when `dir` cannot be read (the reason is printed). */
-int tm_stats_read_live(const char *dir, tm_stats_live **live);
+/* Reads the default region (tm_stats_read_pid) of every live process that has one this
+ * user may read, by pid. Returns how many (*live: a malloc'd array, NULL when none), or
+ * -1 when /proc cannot be read (the reason is printed). */
+int tm_stats_read_live(tm_stats_live **live);
 void tm_stats_live_free(tm_stats_live *live, int count);
 
 /* The command name of process `pid` (its comm), control characters as '?'; "" when gone. */
 void tm_stats_command(pid_t pid, char *buf, size_t len);
 
 /* Prints a header and one line per live process (or a line saying there is none).
- * Returns how many were listed, -1 when `dir` cannot be read. */
-int tm_stats_list(const char *dir);
+ * Returns how many were listed, -1 when /proc cannot be read. */
+int tm_stats_list(void);
 
 /* Prints the JSON array of every live process's object (stat_json.h): `[]` when none.
- * Returns 0, or -1 when `dir` cannot be read or memory ran out. */
-int tm_stats_list_json(const char *dir, bool by_heat);
+ * Returns 0, or -1 when /proc cannot be read or memory ran out. */
+int tm_stats_list_json(bool by_heat);
 
 #endif /* TM_STATS_LIST_H */

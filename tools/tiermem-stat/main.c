@@ -45,7 +45,7 @@
 #include "tools/tiermem-stat/stat_json.h"
 #include "tools/tiermem-stat/stats_read.h"
 
-/* Where the processes' regions are looked for. */
+/* Where --gc looks for leftover regions. */
 #define REGION_DIR "/dev/shm"
 
 enum { EXIT_BAD_ARGS = 1, EXIT_NO_REGION = 2, EXIT_NO_PROCESS = 3 };
@@ -186,6 +186,8 @@ static void print_table(const tm_stats_snapshot *s, const char *path, const size
     print_heat_summary(h);
     print_migration_summary(h);
     print_file_tier_summary(h);
+    if (h->streamed_bytes) /* the heat policy's staging ring (stream_ring.h) */
+        printf("stream ring: %s copied into HBM staging slots\n", tm_format_size(h->streamed_bytes, a, sizeof a));
     if (s->record_count) {
         printf("\n%-18s %12s %8s %8s %8s %8s %-5s  %-18s %s\n", "address", "size", "hbm", "cxl", "ddr", "heat",
                "class", "allocated with", "tensor");
@@ -283,15 +285,15 @@ static int show_all(bool json, bool prometheus, bool by_heat, bool watch, double
             printf("\033[H\033[2J");
         int rc = 0;
         if (json) {
-            rc = tm_stats_list_json(REGION_DIR, by_heat);
+            rc = tm_stats_list_json(by_heat);
         } else if (prometheus) {
             tm_stats_live *live;
-            int n = tm_stats_read_live(REGION_DIR, &live);
+            int n = tm_stats_read_live(&live);
             rc = n < 0 ? -1 : tm_stats_print_prometheus(live, n, stdout);
             if (n > 0)
                 tm_stats_live_free(live, n);
         } else {
-            rc = tm_stats_list(REGION_DIR) < 0 ? -1 : 0;
+            rc = tm_stats_list() < 0 ? -1 : 0;
         }
         fflush(stdout);
         if (rc != 0)
@@ -363,7 +365,7 @@ int main(int argc, char **argv)
     }
     if (optind == argc) {
         if (serve)
-            return tm_stats_serve(serve, REGION_DIR, NULL, 0);
+            return tm_stats_serve(serve, NULL, 0);
         return show_all(json, prometheus, by_heat, watch, interval, watch || count > 0 ? count : 1);
     }
     char path[4096];
@@ -380,7 +382,7 @@ int main(int argc, char **argv)
         snprintf(path, sizeof path, "%s", argv[optind]);
     }
     if (serve)
-        return tm_stats_serve(serve, REGION_DIR, path, pid);
+        return tm_stats_serve(serve, path, pid);
     if (!watch && count < 0)
         count = 1;
 

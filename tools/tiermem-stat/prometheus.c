@@ -354,8 +354,7 @@ static void log_limited(void *cls, const char *fmt, va_list ap)
 /* ---------------------------------------------------------------- serving */
 
 typedef struct serve_target {
-    const char *dir;          /* every live region there, when path is NULL */
-    const char *path;
+    const char *path;         /* NULL: every live process's region */
     pid_t pid;                /* > 0: path is that pid's default region */
 } serve_target;
 
@@ -382,9 +381,9 @@ static char *scrape(const serve_target *t, size_t *len, unsigned *status, char *
         tm_stats_command(one.pid, one.command, sizeof one.command);
         live = &one;
         count = 1;
-    } else if ((count = tm_stats_read_live(t->dir, &live)) < 0) {
+    } else if ((count = tm_stats_read_live(&live)) < 0) {
         *status = MHD_HTTP_SERVICE_UNAVAILABLE;
-        snprintf(why, why_len, "%s cannot be read", t->dir);
+        snprintf(why, why_len, "/proc cannot be read");
         return NULL;
     }
     tm_prom p = {0};
@@ -483,7 +482,7 @@ static unsigned connection_limit(void)
     return usable > SERVE_MAX_CONNECTIONS ? SERVE_MAX_CONNECTIONS : (unsigned)usable;
 }
 
-int tm_stats_serve(const char *addr, const char *dir, const char *path, pid_t pid)
+int tm_stats_serve(const char *addr, const char *path, pid_t pid)
 {
     struct sockaddr_in sa;
     if (parse_addr(addr, &sa) != 0) {
@@ -491,7 +490,7 @@ int tm_stats_serve(const char *addr, const char *dir, const char *path, pid_t pi
         return 1;
     }
     static serve_target target;
-    target = (serve_target){.dir = dir, .path = path, .pid = pid};
+    target = (serve_target){.path = path, .pid = pid};
     struct sigaction act = {.sa_handler = on_stop_signal};
     sigemptyset(&act.sa_mask);
     sigaction(SIGTERM, &act, NULL);

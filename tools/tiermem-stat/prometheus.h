@@ -20,13 +20,13 @@ int tm_stats_print_prometheus(const tm_stats_live *live, int count, FILE *out);
 
 /* Serves GET /metrics and /health on ADDR ("HOST:PORT", "PORT" or ":PORT"; the host
  * defaults to 127.0.0.1) until SIGTERM or SIGINT. /metrics holds every live process's
- * region found in `dir` at the time of the request (`path` NULL), or the region at `path`
+ * region at the time of the request (`path` NULL: tm_stats_read_live), or the region at `path`
  * (`pid` > 0: the default region of that pid, which must be its own). Idle connections
  * close after TM_STATS_SERVE_TIMEOUT_S; requests are served by a few threads waiting
  * with epoll, so a slow region delays only its own scrape; log lines about connections
  * are rate-limited. Returns the exit status: 0, 1 for a bad ADDR or a port it cannot
  * listen on. */
 #define TM_STATS_SERVE_TIMEOUT_S 10
-int tm_stats_serve(const char *addr, const char *dir, const char *path, pid_t pid);
+int tm_stats_serve(const char *addr, const char *path, pid_t pid);
 
 #endif /* TM_STATS_PROMETHEUS_H */
