@@ -87,6 +87,11 @@ check_eq "the victim's program runs without a region" "$rc" 0
 check_eq "and says so in one line, naming the directory" \
   "$(grep -c "cannot use the stats region directory '$VDIR' (owned by another user; it is left untouched); going on without a region" <<<"$out")" 1
 check_eq "the squatted directory is left as it was" "$(stat -c '%u %a' "$VDIR")" "$AUID 700"
+under_tiermem "${SIM[@]}" TIERMEM_STATS="$SCRATCH/planted" -- "$PROBE" exit 0 >/dev/null 2>&1
+cp "$SCRATCH/planted" "$VDIR/tiermem.1" && chown "$attacker" "$VDIR/tiermem.1"
+out=$("$TIERMEM_STAT" --json "$VDIR/tiermem.1" 2>&1); rc=$?
+check_eq "a region planted in the squatted directory, named by its path: refused in one line (exit 2)" \
+  "$rc $(grep -c "its directory $VDIR is owned by another user" <<<"$out")" "2 1"
 rm -rf "$VDIR"
 if start_held "${SIM[@]}" -- setpriv --reuid="$VUID" --regid="$(id -g "$victim")" --clear-groups -- \
     "$PROBE" pieces 8M 4M; then
