@@ -28,12 +28,12 @@ void tm_heat_start(const tm_config *config)
         /* BPF programs need privileges a served process should not hold: a collector
          * beside it (tiermem-heat) loads them and writes into the stats region */
         tm_info("heat: launch (kernel parameters of sampled launches, half-life %gs); TIERMEM_HEAT=ebpf is "
-                "served by tiermem-heat --pid beside the process, this library loads no BPF itself",
+                "served by tiermem-heat --feed --pid beside the process, this library loads no BPF itself",
                 halflife_s);
         break;
     default:
         tm_info("heat: launch (kernel parameters of sampled launches, half-life %gs); for eBPF heat run "
-                "tiermem-heat --pid beside the process", halflife_s);
+                "tiermem-heat --feed --pid beside the process", halflife_s);
         break;
     }
     active = tm_heat_in_process_source(config->heat);

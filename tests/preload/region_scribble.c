@@ -3,6 +3,8 @@
  *
  *   region_scribble set PATH FIELD VALUE       writes one header field (a name below)
  *   region_scribble oddseq PATH                every record in use, with an odd seq
+ *   region_scribble badheat PATH               record 0 live, its one heat chunk NaN and
+ *                                              infinities (what no decayed count can be)
  *   region_scribble rewrite PATH COUNT SEED PAUSE_US
  *                                              COUNT random rewrites (header fields set to
  *                                              hostile values, random bytes in the header,
@@ -137,9 +139,25 @@ static int odd_seqs(int fd)
     return 0;
 }
 
+static int bad_heat(int fd)
+{
+    tm_stats_header h;
+    if (pread(fd, &h, sizeof h, 0) != (ssize_t)sizeof h)
+        return -1;
+    tm_stats_record r = { .in_use = 1, .address = 1ull << 40, .size = 2u << 20, .chunks = { 1, 0, 0 } };
+    tm_stats_heat_record hr = { .chunk_count = 1, .sources = TM_HEAT_FROM_EBPF };
+    tm_stats_heat_chunk c = { .tick = 1, .heat = __builtin_nan(""), .pending = __builtin_inf(),
+                              .reads = -__builtin_inf(), .writes = __builtin_nan("") };
+    return put(fd, &r, sizeof r, h.records_offset) || put(fd, &hr, sizeof hr, h.heat_records_offset) ||
+                   put(fd, &c, sizeof c, h.heat_chunks_offset)
+               ? -1
+               : 0;
+}
+
 static int usage(void)
 {
-    fprintf(stderr, "usage: region_scribble set PATH FIELD VALUE | oddseq PATH | rewrite PATH COUNT SEED PAUSE_US\n");
+    fprintf(stderr, "usage: region_scribble set PATH FIELD VALUE | oddseq PATH | badheat PATH |\n"
+                    "                       rewrite PATH COUNT SEED PAUSE_US\n");
     return 1;
 }
 
@@ -151,7 +169,8 @@ int main(int argc, char **argv)
     const field *f = NULL;
     if (strcmp(verb, "set") == 0 && (argc != 5 || !(f = field_named(argv[3]))))
         return usage();
-    if ((strcmp(verb, "oddseq") == 0 && argc != 3) || (strcmp(verb, "rewrite") == 0 && argc != 6))
+    if (((strcmp(verb, "oddseq") == 0 || strcmp(verb, "badheat") == 0) && argc != 3) ||
+        (strcmp(verb, "rewrite") == 0 && argc != 6))
         return usage();
     int fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) {
@@ -163,6 +182,8 @@ int main(int argc, char **argv)
         failed = put_field(fd, f, strtoull(argv[4], NULL, 0));
     else if (strcmp(verb, "oddseq") == 0)
         failed = odd_seqs(fd);
+    else if (strcmp(verb, "badheat") == 0)
+        failed = bad_heat(fd);
     else if (strcmp(verb, "rewrite") == 0)
         failed = rewrite(fd, atol(argv[3]), strtoull(argv[4], NULL, 0), atol(argv[5]));
     else

@@ -88,6 +88,11 @@ check_eq "the victim's program runs without a region" "$rc" 0
 check_eq "and says so in one line, naming the directory" \
   "$(grep -c "cannot use the stats region directory '$VDIR' (owned by another user; it is left untouched); going on without a region" <<<"$out")" 1
 check_eq "the squatted directory is left as it was" "$(stat -c '%u %a' "$VDIR")" "$AUID 700"
+under_tiermem "${SIM[@]}" TIERMEM_STATS="$SCRATCH/planted" -- "$PROBE" exit 0 >/dev/null 2>&1
+cp "$SCRATCH/planted" "$VDIR/tiermem.1" && chown "$attacker" "$VDIR/tiermem.1"
+out=$("$TIERMEM_STAT" --json "$VDIR/tiermem.1" 2>&1); rc=$?
+check_eq "a region planted in the squatted directory, named by its path: refused in one line (exit 2)" \
+  "$rc $(grep -c "its directory $VDIR is owned by another user" <<<"$out")" "2 1"
 rm -rf "$VDIR"
 if start_held "${SIM[@]}" -- setpriv --reuid="$VUID" --regid="$(id -g "$victim")" --clear-groups -- \
     "$PROBE" pieces 8M 4M; then
@@ -137,10 +142,38 @@ echo "# an odd seq on all 16384 records: read in $elapsed_ms ms"
 check_eq "an odd seq on every record: answered within 10 s, the records left out" \
   "$RC $(grep -c '"address"' <<<"$OUT")" "0 0"
 plant
+as "$attacker" "$SCRIBBLE" badheat "$ADIR/tiermem.$owner_pid"
+stat_bounded --json
+check_eq "heat of NaN and infinities: the allocation is shown" "$RC $(grep -c '"address":1099511627776' <<<"$OUT")" "0 1"
+check "with finite values only: no bare nan or inf in --json" lacks '[^a-z_"]\(-\?nan\|-\?inf\)' "$OUT"
+if command -v jq >/dev/null; then
+  parses() { jq -e .pid <<<"$1" >/dev/null; }
+  check "and the JSON parses" parses "$OUT"
+else
+  skip "and the JSON parses" "jq is not installed"
+fi
+plant
 as "$attacker" "$SCRIBBLE" set "$ADIR/tiermem.$owner_pid" records_offset 4294967296
 as "$attacker" truncate -s 5G "$ADIR/tiermem.$owner_pid"
 check_sparse_read "the owner's records 4 GiB into a sparse file" "$owner_pid"
 rm -f "$ADIR/tiermem.$owner_pid"
+
+# --gc as root: a leftover in the attacker's own directory goes, a file there that is no
+# region stays; a directory squatted for the victim is named in one line and left alone
+gone=$(json_value "$("$TIERMEM_STAT" --json "$SCRATCH/base")" pid)
+cp "$SCRATCH/base" "$ADIR/tiermem.$gone" && chown "$attacker" "$ADIR/tiermem.$gone"
+dead=$(sh -c 'echo $$')
+cp "$SCRATCH/base" "$ADIR/tiermem.$dead" && chown "$attacker" "$ADIR/tiermem.$dead"
+"$SCRIBBLE" set "$ADIR/tiermem.$dead" magic 0
+rm -rf "$VDIR" && as "$attacker" mkdir -m 0700 "$VDIR"
+out=$("$TIERMEM_STAT" --gc 2>&1)
+check "--gc removes the leftover of the attacker's dead process, in one line" \
+  test ! -e "$ADIR/tiermem.$gone" -a "$(grep -c "^tiermem-stat: removed $ADIR/tiermem.$gone (process $gone is gone)" <<<"$out")" -eq 1
+check "--gc keeps a file of the attacker's that is no region" test -f "$ADIR/tiermem.$dead"
+check_eq "--gc names the squatted directory in one line and leaves it" \
+  "$(grep -c "^tiermem-stat: $VDIR is owned by another user (uid $VUID's must be its own, mode 0700): not used" <<<"$out") $(stat -c %u "$VDIR")" \
+  "1 $AUID"
+rm -rf "$VDIR" "$ADIR/tiermem.$dead"
 
 # ---------------------------------------------------------------- 10,000 rewrites
 # the attacker's program under libtiermem.so, its region rewritten at random by the attacker

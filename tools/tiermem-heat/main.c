@@ -173,7 +173,7 @@ static void open_writer(tm_region_writer **writer, bool *tried, tm_chunk_table *
 {
     char path[4096], why[4200];
     region_path(pid, stats, path, sizeof path);
-    if (*writer || *tried || access(path, F_OK) != 0)
+    if (*writer || *tried || access(path, F_OK) != 0 || tm_region_being_made(path))
         return;
     *tried = true;
     long owner = tm_stats_uid_of_pid(pid);

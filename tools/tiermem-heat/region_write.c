@@ -122,6 +122,19 @@ tm_region_writer *tm_region_writer_open(const char *path, long owner, int collec
     return w;
 }
 
+bool tm_region_being_made(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0)
+        return false;
+    struct stat st;
+    uint64_t magic = 1;
+    bool making = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+                  (st.st_size < (off_t)sizeof magic || (read_at(fd, &magic, sizeof magic, 0) && magic == 0));
+    close(fd);
+    return making;
+}
+
 uint64_t tm_region_writer_tick_ns(const tm_region_writer *w)
 {
     return w->l.tick_ns;

@@ -12,6 +12,7 @@
 #ifndef TM_HEAT_REGION_WRITE_H
 #define TM_HEAT_REGION_WRITE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -23,6 +24,10 @@ typedef struct tm_region_writer tm_region_writer;
  * `owner`, the target's uid) after checking it is a stats region of this version. NULL
  * with a one-line reason otherwise. */
 tm_region_writer *tm_region_writer_open(const char *path, long owner, int collector_pid, char *why, size_t why_len);
+
+/* True while the file at `path` is a region its process is still filling in (its magic,
+ * written last, still 0): worth trying again an interval later. */
+bool tm_region_being_made(const char *path);
 
 /* The region's heat interval (its TIERMEM_HEAT_HALFLIFE / 8). */
 uint64_t tm_region_writer_tick_ns(const tm_region_writer *writer);

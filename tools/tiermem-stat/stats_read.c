@@ -459,20 +459,12 @@ int tm_stats_read_fd(int fd, const char *path, tm_stats_snapshot *snapshot, char
     return read_open(fd, path, -1, snapshot, why, why_len);
 }
 
-int tm_stats_read(const char *path, tm_stats_snapshot *snapshot, char *why, size_t why_len)
+/* A region in a region directory (<root>/tiermem-<uid>/NAME) is read only when that
+ * directory passes region_path.h's checks and the file belongs to <uid>, whoever names it. */
+static int read_in_region_dir(const char *path, uid_t owner, tm_stats_snapshot *snapshot, char *why, size_t why_len)
 {
-    return read_region(path, -1, snapshot, why, why_len);
-}
-
-int tm_stats_read_pid(pid_t pid, tm_stats_snapshot *snapshot, char *why, size_t why_len)
-{
-    memset(snapshot, 0, sizeof *snapshot);
-    long uid = tm_stats_uid_of_pid(pid);
-    /* a process that is gone can own nothing: a leftover of ours is read as a file */
-    uid_t owner = uid >= 0 ? (uid_t)uid : geteuid();
-    char dir[64], path[96];
+    char dir[64];
     tm_region_dir(owner, dir, sizeof dir);
-    tm_region_path(pid, owner, path, sizeof path);
     struct stat st;
     if (lstat(dir, &st) != 0) {
         snprintf(why, why_len, "%s: %s", path, strerror(errno));
@@ -485,6 +477,37 @@ int tm_stats_read_pid(pid_t pid, tm_stats_snapshot *snapshot, char *why, size_t 
         return -1;
     }
     return read_region(path, (long)owner, snapshot, why, why_len);
+}
+
+int tm_stats_read(const char *path, tm_stats_snapshot *snapshot, char *why, size_t why_len)
+{
+    memset(snapshot, 0, sizeof *snapshot);
+    static const char prefix[] = TM_REGION_ROOT "/";
+    if (strncmp(path, prefix, sizeof prefix - 1) == 0) {
+        char dir_name[32];
+        const char *name = path + sizeof prefix - 1, *slash = strchr(name, '/');
+        size_t len = slash ? (size_t)(slash - name) : 0;
+        long uid = -1;
+        if (slash && len < sizeof dir_name && !strchr(slash + 1, '/')) {
+            memcpy(dir_name, name, len);
+            dir_name[len] = '\0';
+            uid = tm_region_dir_uid(dir_name);
+        }
+        if (uid >= 0)
+            return read_in_region_dir(path, (uid_t)uid, snapshot, why, why_len);
+    }
+    return read_region(path, -1, snapshot, why, why_len);
+}
+
+int tm_stats_read_pid(pid_t pid, tm_stats_snapshot *snapshot, char *why, size_t why_len)
+{
+    memset(snapshot, 0, sizeof *snapshot);
+    long uid = tm_stats_uid_of_pid(pid);
+    /* a process that is gone can own nothing: a leftover of ours is read as a file */
+    uid_t owner = uid >= 0 ? (uid_t)uid : geteuid();
+    char path[96];
+    tm_region_path(pid, owner, path, sizeof path);
+    return read_in_region_dir(path, owner, snapshot, why, why_len);
 }
 
 void tm_stats_snapshot_free(tm_stats_snapshot *snapshot)

@@ -40,9 +40,10 @@ bool tm_stats_transfer(int fd, void *buf, size_t len, uint64_t offset, bool writ
 /* The effective uid process `pid` runs as, or -1 when it is gone. */
 long tm_stats_uid_of_pid(pid_t pid);
 
-/* Copies the region at `path` (a regular file, not followed through a symlink). Returns 0,
- * or -1 with a reason in `why` (no such file, not a tiermem stats region, a version this
- * reader does not know...). */
+/* Copies the region at `path` (a regular file, not followed through a symlink; one in a
+ * region directory /dev/shm/tiermem-<uid>/ only when that directory is <uid>'s own 0700 one
+ * and the file <uid>'s). Returns 0, or -1 with a reason in `why` (no such file, not a
+ * tiermem stats region, a version this reader does not know...). */
 int tm_stats_read(const char *path, tm_stats_snapshot *snapshot, char *why, size_t why_len);
 
 /* The same for a region already open as `fd` (which stays open), named `path` in reasons. */
