@@ -54,8 +54,9 @@ const tm_setting_doc tm_setting_docs[] = {
       "`4G` (a twelfth of a PCIe 5 x16 link)" },
     { "TIERMEM_PROFILE", PLACEMENT,
       "under `heat`: a file holding the heat of every chunk, read at start and written at exit, so a "
-      "run starts placed as the last one ended; a regular file of this user of at most 64 MiB, never "
-      "through a symlink; a FIFO or another user's file is refused in one line and never replaced",
+      "run starts placed as the last one ended; at most 64 MiB; never through a symlink, never waiting "
+      "on a FIFO: a file that is not this user's regular file is refused in one line and not written at "
+      "exit, and a file there that is not a tiermem profile of this user is never replaced",
       "none" },
     { "TIERMEM_HEAT", PLACEMENT,
       "where access heat comes from: `launch` (kernel parameters of sampled launches), `ebpf` (served "
@@ -98,8 +99,8 @@ const tm_setting_doc tm_setting_docs[] = {
       "`debug` (every placement)",
       "`warn`" },
     { "TIERMEM_LOG_FILE", OBSERVE,
-      "append messages to this file instead of standard error: a regular file of this user, never "
-      "through a symlink nor into a file with another name (a hard link); created with mode 0600. "
+      "append messages to this file instead of standard error: a regular file of this user with no "
+      "other name (a hard link is refused), never through a symlink; created with mode 0600. "
       "Control characters in every line are escaped, so a name holding a newline cannot forge a line",
       "standard error" },
     { "TIERMEM_STATS", OBSERVE,
@@ -110,13 +111,14 @@ const tm_setting_doc tm_setting_docs[] = {
       "removed at exit" },
     { "TIERMEM_GROUP", OBSERVE,
       "a Unix group (name or id) whose tiermem processes share the lower-tier budgets through a "
-      "ledger of mode 0660. A process whose budget another holds part of says so once, naming it",
-      "a process shares them only with the processes it starts, and theirs" },
+      "ledger of mode 0660; a process whose budget another holds part of says so once, naming it",
+      "no sharing: a process shares its budgets only with the processes it starts (a server and its "
+      "workers)" },
     { "TIERMEM_LEDGER", OBSERVE,
-      "`off` (no ledger: each process keeps its own lower-tier limits, its children too) or the path "
-      "of the ledger (naming one does not make unrelated processes share: `TIERMEM_GROUP` does); a "
-      "symlink, another user's file or anything that is not a ledger is left untouched and named in "
-      "one line, and the process keeps its own limits",
+      "`off` (each process keeps its own lower-tier limits) or the path of the shared ledger (naming "
+      "one does not make unrelated processes share: `TIERMEM_GROUP` does); a symlink, another user's "
+      "file or anything that is not a ledger is left untouched and named in one line, and the process "
+      "keeps its own limits; one that fails validation is set aside as `PATH.damaged.<pid>`",
       "the user's or the group's ledger in `/dev/shm`" },
     { "TIERMEM_DRIVER", SWITCHES,
       "the real driver library to load",
