@@ -104,14 +104,6 @@ void tm_model_file_release_tensor(const tm_tensor *t)
     if (f) tm_model_file_unpin(f);
 }
 
-uint64_t tm_model_files_table_bytes(void)
-{
-    pthread_mutex_lock(&files_lock);
-    uint64_t n = table_bytes;
-    pthread_mutex_unlock(&files_lock);
-    return n;
-}
-
 /* The known file `st` names, or NULL (lock held). */
 static tm_model_file *find_locked(const struct stat *st)
 {

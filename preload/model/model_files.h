@@ -94,8 +94,6 @@ void tm_model_file_unpin(tm_model_file *file);
 /* A device chunk is labelled with tensor `t` (its file pinned by the caller), or no longer. */
 void tm_model_file_hold_tensor(const tm_tensor *t);
 void tm_model_file_release_tensor(const tm_tensor *t);
-/* Bytes of the tensor tables kept now (the bound above is on this). */
-uint64_t tm_model_files_table_bytes(void);
 
 /* Parses the model header of an open file descriptor with the real pread (never moving
  * its offset), or finds the file's table kept already; the file comes back pinned (one
