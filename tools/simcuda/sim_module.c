@@ -460,6 +460,18 @@ SIM_EXPORT CUresult cuFuncSetAttribute(CUfunction handle, CUfunction_attribute a
     return result;
 }
 
+/* Lock held: the device of the function's context, else the current one's (a library
+ * kernel, whose module outlives contexts). */
+static CUdevice function_device(const sim_function *function)
+{
+    sim_context *current = NULL;
+    if (function && function->module->ctx)
+        return function->module->ctx->device;
+    if (sim_current_context_locked(&current) == CUDA_SUCCESS)
+        return current->device;
+    return 0;
+}
+
 SIM_EXPORT CUresult cuFuncGetAttribute(int *value, CUfunction_attribute attribute, CUfunction handle)
 {
     SIM_FAIL_POINT(cuFuncGetAttribute);
@@ -470,14 +482,7 @@ SIM_EXPORT CUresult cuFuncGetAttribute(int *value, CUfunction_attribute attribut
         return result;
     sim_lock();
     sim_function *function = sim_object_find(handle, SIM_FUNCTION);
-    sim_context *current = NULL;
-    /* The device of the function's context, else the current one's (a library kernel). */
-    CUdevice device = 0;
-    if (function && function->module->ctx)
-        device = function->module->ctx->device;
-    else if (sim_current_context_locked(&current) == CUDA_SUCCESS)
-        device = current->device;
-    result = function ? sim_function_get_attribute(function, attribute, device, value)
+    result = function ? sim_function_get_attribute(function, attribute, function_device(function), value)
                       : CUDA_ERROR_INVALID_HANDLE;
     sim_unlock();
     return result;
@@ -490,7 +495,8 @@ SIM_EXPORT CUresult cuFuncGetAttribute(int *value, CUfunction_attribute attribut
  * block and at most 32 blocks an SM. */
 
 typedef struct sm_limits {
-    int64_t shared, shared_per_block, threads, registers;
+    int64_t shared, shared_per_block, threads, registers; /* of one SM */
+    int64_t sms;                                           /* SMs of the device */
 } sm_limits;
 
 /* The limits of one SM of the device `func` belongs to (else the current context's). */
@@ -503,12 +509,7 @@ static CUresult occupancy_limits(CUfunction func, int block_size, sm_limits *lim
         return result;
     sim_lock();
     sim_function *function = sim_object_find(func, SIM_FUNCTION);
-    sim_context *current = NULL;
-    CUdevice device = 0;
-    if (function && function->module->ctx)
-        device = function->module->ctx->device;
-    else if (sim_current_context_locked(&current) == CUDA_SUCCESS)
-        device = current->device;
+    const CUdevice device = function_device(function);
     sim_unlock();
     if (!function)
         return CUDA_ERROR_INVALID_HANDLE;
@@ -517,7 +518,9 @@ static CUresult occupancy_limits(CUfunction func, int block_size, sm_limits *lim
     cuDeviceGetAttribute(&per_block, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, device);
     cuDeviceGetAttribute(&threads, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, device);
     cuDeviceGetAttribute(&registers, CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR, device);
-    *limits = (sm_limits){ shared, per_block, threads, registers };
+    int sms = 0;
+    cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device);
+    *limits = (sm_limits){ shared, per_block, threads, registers, sms };
     return CUDA_SUCCESS;
 }
 
@@ -596,57 +599,57 @@ static int64_t cluster_blocks(const CUlaunchConfig *config, const sim_function *
     return blocks;
 }
 
+/* The blocks of `config` one SM holds (*per_sm), the SMs there are, and the cluster sizes
+ * the function allows (*limit: 8, or 16 with non-portable sizes) and asks for (*blocks). */
+static CUresult cluster_launch(const int *out, CUfunction func, const CUlaunchConfig *config, int *per_sm,
+                               int64_t *sms, int64_t *limit, int64_t *blocks)
+{
+    if (!out || !config)
+        return CUDA_ERROR_INVALID_VALUE;
+    const int64_t threads = (int64_t)config->blockDimX * config->blockDimY * config->blockDimZ;
+    CUresult result = threads > 0 && threads <= 1024 ? cuOccupancyMaxActiveBlocksPerMultiprocessor(
+                                                           per_sm, func, (int)threads, config->sharedMemBytes)
+                                                     : CUDA_ERROR_INVALID_VALUE;
+    sm_limits sm;
+    if (result == CUDA_SUCCESS)
+        result = occupancy_limits(func, (int)threads, &sm);
+    if (result != CUDA_SUCCESS)
+        return result;
+    sim_lock();
+    sim_function *function = sim_object_find(func, SIM_FUNCTION);
+    *blocks = function ? cluster_blocks(config, function) : 0;
+    *limit = function && function->non_portable_cluster ? 16 : 8;
+    sim_unlock();
+    *sms = sm.sms;
+    return function ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
 /* How many clusters of the launch `config` describes run at once on the whole device:
- * the blocks every SM holds, grouped into clusters of 8 or fewer blocks (16 when the
- * function allows non-portable sizes). */
+ * the blocks every SM holds, grouped into clusters of the size asked for. */
 SIM_EXPORT CUresult cuOccupancyMaxActiveClusters(int *numClusters, CUfunction func, const CUlaunchConfig *config)
 {
     SIM_FAIL_POINT(cuOccupancyMaxActiveClusters);
-    if (!numClusters || !config)
-        return CUDA_ERROR_INVALID_VALUE;
-    const int64_t threads = (int64_t)config->blockDimX * config->blockDimY * config->blockDimZ;
-    int per_sm = 0, sms = 0;
-    CUresult result = threads > 0 && threads <= 1024 ? cuOccupancyMaxActiveBlocksPerMultiprocessor(
-                                                           &per_sm, func, (int)threads, config->sharedMemBytes)
-                                                     : CUDA_ERROR_INVALID_VALUE;
-    if (result != CUDA_SUCCESS)
-        return result;
-    sim_lock();
-    sim_function *function = sim_object_find(func, SIM_FUNCTION);
-    const int64_t blocks = function ? cluster_blocks(config, function) : 0;
-    const int64_t limit = function && function->non_portable_cluster ? 16 : 8;
-    sim_context *current = NULL;
-    CUdevice device = function && function->module->ctx ? function->module->ctx->device : 0;
-    if (function && !function->module->ctx && sim_current_context_locked(&current) == CUDA_SUCCESS)
-        device = current->device;
-    sim_unlock();
-    if (blocks <= 0 || blocks > limit)
-        return CUDA_ERROR_INVALID_CLUSTER_SIZE;
-    cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device);
-    *numClusters = (int)((int64_t)sms * per_sm / blocks);
-    return CUDA_SUCCESS;
+    int per_sm = 0;
+    int64_t sms = 0, limit = 0, blocks = 0;
+    CUresult result = cluster_launch(numClusters, func, config, &per_sm, &sms, &limit, &blocks);
+    if (result == CUDA_SUCCESS && (blocks <= 0 || blocks > limit))
+        result = CUDA_ERROR_INVALID_CLUSTER_SIZE;
+    if (result == CUDA_SUCCESS)
+        *numClusters = (int)(sms * per_sm / blocks);
+    return result;
 }
 
-/* The largest cluster the launch could use: 8 blocks, 16 when the function allows
- * non-portable sizes, never more than what one SM's share of the device holds. */
+/* The largest cluster the launch could use: what the function allows, 0 when not even
+ * one block fits an SM. */
 SIM_EXPORT CUresult cuOccupancyMaxPotentialClusterSize(int *clusterSize, CUfunction func, const CUlaunchConfig *config)
 {
     SIM_FAIL_POINT(cuOccupancyMaxPotentialClusterSize);
-    if (!clusterSize || !config)
-        return CUDA_ERROR_INVALID_VALUE;
-    const int64_t threads = (int64_t)config->blockDimX * config->blockDimY * config->blockDimZ;
     int per_sm = 0;
-    CUresult result = threads > 0 && threads <= 1024 ? cuOccupancyMaxActiveBlocksPerMultiprocessor(
-                                                           &per_sm, func, (int)threads, config->sharedMemBytes)
-                                                     : CUDA_ERROR_INVALID_VALUE;
-    if (result != CUDA_SUCCESS)
-        return result;
-    sim_lock();
-    sim_function *function = sim_object_find(func, SIM_FUNCTION);
-    const int limit = function && function->non_portable_cluster ? 16 : 8;
-    sim_unlock();
-    *clusterSize = per_sm > 0 ? limit : 0;
-    return CUDA_SUCCESS;
+    int64_t sms = 0, limit = 0, blocks = 0;
+    CUresult result = cluster_launch(clusterSize, func, config, &per_sm, &sms, &limit, &blocks);
+    if (result == CUDA_SUCCESS)
+        *clusterSize = per_sm > 0 ? (int)limit : 0;
+    return result;
 }
 
 size_t sim_param_offset(const simcuda_params *table, size_t index)
