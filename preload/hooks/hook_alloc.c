@@ -8,6 +8,7 @@
 
 #include "preload/mem/alloc.h"
 #include "preload/hooks/hook.h"
+#include "preload/hooks/hook_pool.h"
 #include "preload/mem/stream_free.h"
 
 /* ---------------------------------------------------------------- the shared path */
@@ -23,6 +24,7 @@ static CUresult release(CUdeviceptr dptr, tm_wait wait, CUstream stream, bool *h
 {
     *handled = true;
     tm_stream_free_drain();
+    tm_pool_usage_freed(dptr);
     tm_alloc *a = tm_untrack(dptr);
     if (!a) {
         *handled = false;
@@ -41,6 +43,14 @@ static CUresult release(CUdeviceptr dptr, tm_wait wait, CUstream stream, bool *h
         tm_forget(a);
     else
         tm_retrack(a);
+    return result;
+}
+
+/* A stream-ordered allocation tiermem served counts in its pool (hook_pool.h). */
+static CUresult pool_served(CUresult result, const CUdeviceptr *dptr, CUmemoryPool pool)
+{
+    if (result == CUDA_SUCCESS && dptr)
+        tm_pool_usage_served(*dptr, pool);
     return result;
 }
 
@@ -139,7 +149,7 @@ CUresult CUDAAPI cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hS
     if (tm_stream_capturing(hStream, false))
         return tm_real.cuMemAllocAsync(dptr, bytesize, hStream);
     stream_args args = { .stream = hStream };
-    return tm_alloc_serve(bytesize, TM_PATH_MEM_ALLOC_ASYNC, dptr, driver_alloc_async, &args);
+    return pool_served(tm_alloc_serve(bytesize, TM_PATH_MEM_ALLOC_ASYNC, dptr, driver_alloc_async, &args), dptr, NULL);
 }
 
 CUresult CUDAAPI cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
@@ -148,7 +158,8 @@ CUresult CUDAAPI cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstre
     if (tm_stream_capturing(hStream, true))
         return tm_real.cuMemAllocAsync_ptsz(dptr, bytesize, hStream);
     stream_args args = { .stream = hStream };
-    return tm_alloc_serve(bytesize, TM_PATH_MEM_ALLOC_ASYNC, dptr, driver_alloc_async_ptsz, &args);
+    return pool_served(tm_alloc_serve(bytesize, TM_PATH_MEM_ALLOC_ASYNC, dptr, driver_alloc_async_ptsz, &args), dptr,
+                       NULL);
 }
 
 static CUresult driver_free_async(CUdeviceptr dptr, CUstream stream)
@@ -231,6 +242,7 @@ CUresult CUDAAPI cuMemPoolDestroy(CUmemoryPool pool)
         free(found);
     }
     pthread_mutex_unlock(&pools_lock);
+    tm_pool_usage_forget_pool(pool);
     return tm_real.cuMemPoolDestroy(pool);
 }
 
@@ -252,7 +264,7 @@ CUresult CUDAAPI cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUm
     if (pool_is_drivers(pool) || tm_stream_capturing(hStream, false))
         return tm_real.cuMemAllocFromPoolAsync(dptr, bytesize, pool, hStream);
     stream_args args = { .stream = hStream, .pool = pool };
-    return tm_alloc_serve(bytesize, TM_PATH_MEM_ALLOC_POOL, dptr, driver_alloc_pool, &args);
+    return pool_served(tm_alloc_serve(bytesize, TM_PATH_MEM_ALLOC_POOL, dptr, driver_alloc_pool, &args), dptr, pool);
 }
 
 CUresult CUDAAPI cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
@@ -262,5 +274,6 @@ CUresult CUDAAPI cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize
     if (pool_is_drivers(pool) || tm_stream_capturing(hStream, true))
         return tm_real.cuMemAllocFromPoolAsync_ptsz(dptr, bytesize, pool, hStream);
     stream_args args = { .stream = hStream, .pool = pool };
-    return tm_alloc_serve(bytesize, TM_PATH_MEM_ALLOC_POOL, dptr, driver_alloc_pool_ptsz, &args);
+    return pool_served(tm_alloc_serve(bytesize, TM_PATH_MEM_ALLOC_POOL, dptr, driver_alloc_pool_ptsz, &args), dptr,
+                       pool);
 }

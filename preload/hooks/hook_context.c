@@ -51,10 +51,9 @@ static CUcontext known_primary(CUdevice dev)
     return primary;
 }
 
-CUresult CUDAAPI cuDevicePrimaryCtxRelease_v2(CUdevice dev)
+/* After the driver released the primary context of `dev` (either ABI) with `result`. */
+static CUresult after_primary_release(CUdevice dev, CUresult result)
 {
-    TM_HOOK_ENTER(cuDevicePrimaryCtxRelease_v2);
-    CUresult result = tm_real.cuDevicePrimaryCtxRelease_v2(dev);
     CUcontext primary = known_primary(dev);
     if (result == CUDA_SUCCESS && primary && !primary_active(dev)) {
         tm_stream_free_finish(primary, false);
@@ -63,14 +62,40 @@ CUresult CUDAAPI cuDevicePrimaryCtxRelease_v2(CUdevice dev)
     return result;
 }
 
-CUresult CUDAAPI cuDevicePrimaryCtxReset_v2(CUdevice dev)
+/* Before the driver resets the primary context of `dev` (either ABI). */
+static void before_primary_reset(CUdevice dev)
 {
-    TM_HOOK_ENTER(cuDevicePrimaryCtxReset_v2);
     CUcontext primary = known_primary(dev);
     if (primary) {
         tm_stream_free_finish(primary, primary_active(dev));
         tm_release_context(primary, primary_active(dev));
     }
+}
+
+/* The runtime reaches the first ABIs through cuGetProcAddress at version 7000. */
+CUresult CUDAAPI cuDevicePrimaryCtxRelease(CUdevice dev)
+{
+    TM_HOOK_ENTER(cuDevicePrimaryCtxRelease);
+    return after_primary_release(dev, tm_real.cuDevicePrimaryCtxRelease(dev));
+}
+
+CUresult CUDAAPI cuDevicePrimaryCtxRelease_v2(CUdevice dev)
+{
+    TM_HOOK_ENTER(cuDevicePrimaryCtxRelease_v2);
+    return after_primary_release(dev, tm_real.cuDevicePrimaryCtxRelease_v2(dev));
+}
+
+CUresult CUDAAPI cuDevicePrimaryCtxReset(CUdevice dev)
+{
+    TM_HOOK_ENTER(cuDevicePrimaryCtxReset);
+    before_primary_reset(dev);
+    return tm_real.cuDevicePrimaryCtxReset(dev);
+}
+
+CUresult CUDAAPI cuDevicePrimaryCtxReset_v2(CUdevice dev)
+{
+    TM_HOOK_ENTER(cuDevicePrimaryCtxReset_v2);
+    before_primary_reset(dev);
     return tm_real.cuDevicePrimaryCtxReset_v2(dev);
 }
 

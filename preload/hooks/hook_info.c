@@ -11,6 +11,7 @@
 #include "preload/ipc/ipc.h"
 #include "preload/base/settings.h"
 #include "preload/mem/stream_free.h"
+#include "preload/mem/vmm_handles.h"
 
 /* ---------------------------------------------------------------- free and total */
 
@@ -94,12 +95,38 @@ static bool chunked_attribute(const tm_alloc_view *view, CUdeviceptr ptr, CUpoin
     }
 }
 
+/* The program's own handle that HBM had no room for lives at HOST_NUMA, which the driver
+ * calls host memory: it reads as the device memory the program asked for (hook_vmm.c).
+ * Returns false for attributes the driver answers alike. */
+static bool spilled_handle_attribute(const tm_vmm_handle_info *info, CUdeviceptr ptr, CUpointer_attribute attribute,
+                                     void *data, CUresult *result)
+{
+    *result = CUDA_SUCCESS;
+    switch (attribute) {
+    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE: *(unsigned int *)data = CU_MEMORYTYPE_DEVICE; return true;
+    case CU_POINTER_ATTRIBUTE_DEVICE_POINTER: *(CUdeviceptr *)data = ptr; return true;
+    case CU_POINTER_ATTRIBUTE_HOST_POINTER: *result = CUDA_ERROR_INVALID_VALUE; return true;
+    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: *(int *)data = info->asked.location.id; return true;
+    default: return false;
+    }
+}
+
+/* Either kind of memory whose answers tiermem gives: writes one attribute and returns true,
+ * or returns false for the driver's answer. */
+static bool tiered_attribute(CUdeviceptr ptr, CUpointer_attribute attribute, void *data, CUresult *result)
+{
+    tm_alloc_view view;
+    tm_vmm_handle_info handle;
+    if (chunked_at(ptr, &view))
+        return chunked_attribute(&view, ptr, attribute, data, result);
+    return tm_vmm_handles_spilled_at(ptr, &handle) && spilled_handle_attribute(&handle, ptr, attribute, data, result);
+}
+
 CUresult CUDAAPI cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr)
 {
     TM_HOOK_ENTER(cuPointerGetAttribute);
-    tm_alloc_view view;
     CUresult result;
-    if (data && chunked_at(ptr, &view) && chunked_attribute(&view, ptr, attribute, data, &result))
+    if (data && tiered_attribute(ptr, attribute, data, &result))
         return result;
     return tm_real.cuPointerGetAttribute(data, attribute, ptr);
 }
@@ -109,12 +136,11 @@ CUresult CUDAAPI cuPointerGetAttributes(unsigned int numAttributes, CUpointer_at
 {
     TM_HOOK_ENTER(cuPointerGetAttributes);
     CUresult result = tm_real.cuPointerGetAttributes(numAttributes, attributes, data, ptr);
-    tm_alloc_view view;
-    if (result != CUDA_SUCCESS || !attributes || !data || !chunked_at(ptr, &view))
+    if (result != CUDA_SUCCESS || !attributes || !data)
         return result;
     for (unsigned int i = 0; i < numAttributes; i++) {
         CUresult one;
-        if (!data[i] || !chunked_attribute(&view, ptr, attributes[i], data[i], &one))
+        if (!data[i] || !tiered_attribute(ptr, attributes[i], data[i], &one))
             continue;
         if (one == CUDA_ERROR_INVALID_VALUE) /* the host pointer of device memory reads NULL here */
             *(void **)data[i] = NULL;

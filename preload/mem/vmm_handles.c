@@ -29,7 +29,14 @@ typedef struct mapping {
 
 static entry *handles;
 static mapping *mappings;
+static int spilled_mappings; /* mappings of handles outside HBM, read without the lock */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void count_spilled(const held *memory, int sign)
+{
+    if (memory->info.tier != TM_TIER_HBM)
+        __atomic_add_fetch(&spilled_mappings, sign, __ATOMIC_RELAXED);
+}
 
 /* Drops one reference; true when it was the last (the record is freed, *info keeps it). */
 static bool unref(held *memory, tm_vmm_handle_info *info)
@@ -135,6 +142,7 @@ void tm_vmm_handles_mapped(CUdeviceptr va, size_t size, CUmemGenericAllocationHa
     }
     *m = (mapping){ .va = va, .size = size, .memory = e->memory };
     e->memory->refs++;
+    count_spilled(e->memory, +1);
     HASH_ADD(hh, mappings, va, sizeof m->va, m);
     pthread_mutex_unlock(&lock);
 }
@@ -156,6 +164,7 @@ void tm_vmm_handles_unmapped(CUdeviceptr va, size_t size, void (*gone)(const tm_
             if (m->va < va || m->va - va >= size)
                 continue;
             HASH_DEL(mappings, m);
+            count_spilled(m->memory, -1);
             if (unref(m->memory, &ended[count]))
                 count++;
             free(m);
@@ -164,6 +173,24 @@ void tm_vmm_handles_unmapped(CUdeviceptr va, size_t size, void (*gone)(const tm_
         for (int i = 0; i < count; i++)
             gone(&ended[i]);
     } while (count == BATCH);
+}
+
+bool tm_vmm_handles_spilled_at(CUdeviceptr ptr, tm_vmm_handle_info *info)
+{
+    if (__atomic_load_n(&spilled_mappings, __ATOMIC_RELAXED) == 0)
+        return false;
+    bool found = false;
+    pthread_mutex_lock(&lock);
+    mapping *m, *next;
+    HASH_ITER(hh, mappings, m, next) {
+        if (ptr >= m->va && ptr - m->va < m->size && m->memory->info.tier != TM_TIER_HBM) {
+            *info = m->memory->info;
+            found = true;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    return found;
 }
 
 void tm_vmm_handles_lock(void)
@@ -189,6 +216,7 @@ void tm_vmm_handles_forget_in_child(void)
     mapping *m, *after;
     HASH_ITER(hh, mappings, m, after) {
         HASH_DEL(mappings, m);
+        count_spilled(m->memory, -1);
         tm_vmm_handle_info dropped;
         unref(m->memory, &dropped);
         free(m);

@@ -43,6 +43,12 @@ void tm_vmm_handles_mapped(CUdeviceptr va, size_t size, CUmemGenericAllocationHa
  * `gone` for each released handle whose last mapping that was. */
 void tm_vmm_handles_unmapped(CUdeviceptr va, size_t size, void (*gone)(const tm_vmm_handle_info *info));
 
+/* Whether `ptr` falls in a mapping of one of the program's handles that lives in a lower
+ * tier (asked for at a DEVICE location, created at HOST_NUMA): true with *info set. The
+ * driver calls such memory host memory; the program must see the device memory it asked
+ * for. Answers at once while no such mapping exists, else in time bounded by the mappings. */
+bool tm_vmm_handles_spilled_at(CUdeviceptr ptr, tm_vmm_handle_info *info);
+
 void tm_vmm_handles_lock(void);
 void tm_vmm_handles_unlock(void);
 void tm_vmm_handles_forget_in_child(void);

@@ -6,6 +6,7 @@
  *   TAP_CHECK(cond, "what %d", x)    passes when cond holds
  *   TAP_CUDA(call, "what")           passes when the runtime call returns cudaSuccess
  *   TAP_CUDA_IS(call, error, "what") passes when it returns exactly `error`
+ *   TAP_SKIP("reason", "what")       a check that cannot run here, with the reason
  * The script numbers the lines; the program only says what it checked.
  *
  * Where the program runs: CUDART_TEST_DEVICE=gpu on a real GPU (tests/gpu/run.sh), unset
@@ -16,6 +17,7 @@
 #define TESTS_CUDART_TAP_H
 
 #include <cuda_runtime.h>
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -59,6 +61,17 @@ static inline bool tap_cuda_is(cudaError_t got, cudaError_t expected, const char
 #define TAP_CUDA(call, what) tap_cuda_is((call), cudaSuccess, #call, (what))
 #define TAP_CUDA_IS(call, error, what) tap_cuda_is((call), (error), #call, (what))
 
+/* "ok - what # SKIP reason": counted in the plan, never silent. */
+static inline void tap_skip(const char *reason, const char *what)
+{
+    pthread_mutex_lock(&tap_lock);
+    tap_count++;
+    printf("ok - %s # SKIP %s\n", what, reason);
+    fflush(stdout);
+    pthread_mutex_unlock(&tap_lock);
+}
+#define TAP_SKIP(reason, what) tap_skip((reason), (what))
+
 /* true under CUDART_TEST_DEVICE=gpu; any value other than gpu or simcuda stops the program
  * (exit status 2) with a line naming it, so a mistyped setting never runs the wrong
  * expectations. */
@@ -71,6 +84,51 @@ static inline bool tap_on_gpu(void)
         return true;
     fprintf(stderr, "CUDART_TEST_DEVICE='%s' is not gpu or simcuda\n", value);
     exit(2);
+}
+
+/* true when libtiermem.so sits in front of the driver: it exports tiermem_migrate, which a
+ * program finds with dlsym so that it runs without it too (preload/tiermem.h). */
+static inline bool tap_tiered(void) { return dlsym(RTLD_DEFAULT, "tiermem_migrate") != NULL; }
+
+/* A byte count from the command line: digits with an optional K, M or G (binary units).
+ * Anything else stops the program (exit status 2) naming the argument. */
+static inline size_t tap_size_arg(const char *text)
+{
+    char *end = NULL;
+    unsigned long long value = strtoull(text, &end, 10);
+    int shift = 0;
+    if (end && *end == 'K')
+        shift = 10;
+    else if (end && *end == 'M')
+        shift = 20;
+    else if (end && *end == 'G')
+        shift = 30;
+    if (end == text || (shift && end[1] != '\0') || (!shift && *end != '\0')) {
+        fprintf(stderr, "'%s' is not a size in bytes (digits with an optional K, M or G)\n", text);
+        exit(2);
+    }
+    return (size_t)value << shift;
+}
+
+/* A byte pattern no two neighbouring offsets share, so a shifted or misplaced copy shows;
+ * `seed` tells one buffer from another. */
+static inline unsigned char tap_pattern_byte(size_t i, unsigned seed)
+{
+    return (unsigned char)((i * 131u + seed) ^ (i >> 9));
+}
+
+static inline void tap_pattern_fill(unsigned char *bytes, size_t n, unsigned seed)
+{
+    for (size_t i = 0; i < n; i++)
+        bytes[i] = tap_pattern_byte(i, seed);
+}
+
+static inline bool tap_pattern_holds(const unsigned char *bytes, size_t n, unsigned seed)
+{
+    for (size_t i = 0; i < n; i++)
+        if (bytes[i] != tap_pattern_byte(i, seed))
+            return false;
+    return true;
 }
 
 /* Prints the plan; the exit status says whether every check passed. */

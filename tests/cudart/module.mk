@@ -14,17 +14,19 @@ CUDART_TEST_OUT   := $(O)/tests/cudart
 CUDART_TEST_CU    := $(wildcard $(CUDART_TEST_DIR)/*.cu)
 CUDART_TEST_NAMES := $(notdir $(CUDART_TEST_CU:.cu=))
 CUDART_NVCC_FLAGS := -std=c++17 -O2 -I. -Xcompiler -Wall,-Wextra,-Werror -Xcompiler -pthread
+# Libraries a program needs beyond the runtime: CUDART_LIBS_<name>.
+CUDART_LIBS_cudart_cublas := -lcublas
 
 ifeq ($(HAVE_NVCC),1)
 CUDART_TEST_BINS := $(foreach n,$(CUDART_TEST_NAMES),$(CUDART_TEST_OUT)/$(n)_static $(CUDART_TEST_OUT)/$(n)_shared)
 
 $(CUDART_TEST_OUT)/%_static: $(CUDART_TEST_DIR)/%.cu $(CUDART_TEST_DIR)/cudart_tap.h
 	@mkdir -p $(@D)
-	$(NVCC) $(CUDART_NVCC_FLAGS) -cudart static -o $@ $<
+	$(NVCC) $(CUDART_NVCC_FLAGS) -cudart static -o $@ $< $(CUDART_LIBS_$*)
 
 $(CUDART_TEST_OUT)/%_shared: $(CUDART_TEST_DIR)/%.cu $(CUDART_TEST_DIR)/cudart_tap.h
 	@mkdir -p $(@D)
-	$(NVCC) $(CUDART_NVCC_FLAGS) -cudart shared -o $@ $<
+	$(NVCC) $(CUDART_NVCC_FLAGS) -cudart shared -o $@ $< $(CUDART_LIBS_$*)
 
 test-progs: $(CUDART_TEST_BINS)
 endif

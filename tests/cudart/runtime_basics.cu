@@ -28,23 +28,12 @@
 
 static const size_t kCopyBytes = (size_t)4 << 20;
 
-// A byte pattern no two neighbouring offsets share, so a shifted copy shows.
-static unsigned char pattern_byte(size_t i, unsigned seed) { return (unsigned char)((i * 131u + seed) ^ (i >> 9)); }
-
-static bool pattern_holds(const unsigned char *bytes, size_t n, unsigned seed)
-{
-    for (size_t i = 0; i < n; i++)
-        if (bytes[i] != pattern_byte(i, seed))
-            return false;
-    return true;
-}
-
 // cudaMalloc, then a pattern there and back; `label` says which round.
 static void copy_round(const char *label, unsigned seed)
 {
     unsigned char *host = (unsigned char *)malloc(kCopyBytes), *back = (unsigned char *)malloc(kCopyBytes);
     for (size_t i = 0; i < kCopyBytes; i++)
-        host[i] = pattern_byte(i, seed);
+        host[i] = tap_pattern_byte(i, seed);
     memset(back, 0, kCopyBytes);
     void *device = NULL;
     char what[128];
@@ -54,7 +43,7 @@ static void copy_round(const char *label, unsigned seed)
         TAP_CUDA(cudaMemcpy(device, host, kCopyBytes, cudaMemcpyHostToDevice), what);
         snprintf(what, sizeof what, "%s: cudaMemcpy device to host", label);
         TAP_CUDA(cudaMemcpy(back, device, kCopyBytes, cudaMemcpyDeviceToHost), what);
-        TAP_CHECK(pattern_holds(back, kCopyBytes, seed), "%s: the 4 MiB pattern came back unchanged", label);
+        TAP_CHECK(tap_pattern_holds(back, kCopyBytes, seed), "%s: the 4 MiB pattern came back unchanged", label);
         snprintf(what, sizeof what, "%s: cudaFree", label);
         TAP_CUDA(cudaFree(device), what);
     }
@@ -130,7 +119,7 @@ static int run_basics(int expected_devices, size_t expected_memory)
     TAP_CUDA(cudaEventCreate(&stop), "cudaEventCreate stop");
     TAP_CUDA(cudaMallocHost((void **)&pinned, kCopyBytes), "cudaMallocHost");
     for (size_t i = 0; pinned && i < kCopyBytes; i++)
-        pinned[i] = pattern_byte(i, 3);
+        pinned[i] = tap_pattern_byte(i, 3);
     TAP_CUDA(cudaEventRecord(start, stream), "cudaEventRecord start");
     TAP_CUDA(cudaMemcpyAsync(device, pinned, kCopyBytes, cudaMemcpyHostToDevice, stream), "cudaMemcpyAsync to device");
     TAP_CUDA(cudaEventRecord(stop, stream), "cudaEventRecord stop");
@@ -141,7 +130,7 @@ static int run_basics(int expected_devices, size_t expected_memory)
     memset(pinned, 0, kCopyBytes);
     TAP_CUDA(cudaMemcpyAsync(pinned, device, kCopyBytes, cudaMemcpyDeviceToHost, stream), "cudaMemcpyAsync to host");
     TAP_CUDA(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
-    TAP_CHECK(pinned && pattern_holds(pinned, kCopyBytes, 3), "the stream's copies kept their order and bytes");
+    TAP_CHECK(pinned && tap_pattern_holds(pinned, kCopyBytes, 3), "the stream's copies kept their order and bytes");
 
     // Stream-ordered allocation.
     unsigned char *async = NULL;
@@ -193,7 +182,7 @@ static void *thread_main(void *arg)
     const size_t bytes = (size_t)1 << 20;
     unsigned char *host = (unsigned char *)malloc(bytes), *back = (unsigned char *)calloc(1, bytes);
     for (size_t i = 0; i < bytes; i++)
-        host[i] = pattern_byte(i, (unsigned)r->index);
+        host[i] = tap_pattern_byte(i, (unsigned)r->index);
     void *device = NULL;
     pthread_barrier_wait(&start_line); // every thread's first runtime call at once
     r->set = cudaSetDevice(r->device);
@@ -201,7 +190,7 @@ static void *thread_main(void *arg)
     r->alloc = cudaMalloc(&device, bytes);
     r->copy_in = cudaMemcpy(device, host, bytes, cudaMemcpyHostToDevice);
     r->copy_out = cudaMemcpy(back, device, bytes, cudaMemcpyDeviceToHost);
-    r->pattern = pattern_holds(back, bytes, (unsigned)r->index);
+    r->pattern = tap_pattern_holds(back, bytes, (unsigned)r->index);
     r->get = cudaGetDevice(&r->device_seen);
     cudaPointerAttributes attributes;
     r->pointer_device = cudaPointerGetAttributes(&attributes, device) == cudaSuccess ? attributes.device : -1;

@@ -25,7 +25,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 
 # What each step runs, relative to the build folder.
 files=(
-  lib/libtiermem.so lib/libtiermem-kernels.so lib/simcuda/libcuda.so.1
+  lib/libtiermem.so lib/libtiermem-kernels.so lib/simcuda/libcuda.so.1 lib/simcuda/libnvidia-ml.so.1
   bin/tiermem-llm bin/tiermem-mkmodel kernels/tiermem-kernels.fatbin
   tests/gpu/kernel_check tests/kernels/libtiermem-kernels-cuda-emu.so
   tests/gpu/calibrate tests/gpu/calibrate_kernels.so tests/gpu/calibrate_kernels.fatbin
@@ -46,12 +46,14 @@ PACKAGE_LIMIT=${PACKAGE_LIMIT:-$((64 << 20))}
 failed=0
 ok() { echo "ok - $*"; }
 bad() { echo "not ok - $*"; failed=1; }
-# glibc's libraries, the C++ runtime (every machine that runs PyTorch has them) and the
-# driver are the machine's own; everything else comes along.
+# glibc's libraries, the C++ runtime (every machine that runs PyTorch has them), the
+# driver and cuBLAS (over 500 MiB; the GPU machine's CUDA 13.0 toolkit has it, and
+# tests/gpu/run.sh puts the toolkit's lib64 on the path there) are the machine's own;
+# everything else comes along.
 system_lib() {
   case $1 in
     linux-vdso.so.*|ld-linux*|libc.so.*|libm.so.*|libdl.so.*|libpthread.so.*|librt.so.*|libutil.so.*|\
-    libresolv.so.*|libstdc++.so.*|libgcc_s.so.*|libcuda.so.1) return 0 ;;
+    libresolv.so.*|libstdc++.so.*|libgcc_s.so.*|libcuda.so.1|libcublas.so.*|libcublasLt.so.*) return 0 ;;
   esac
   return 1
 }

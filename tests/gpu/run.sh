@@ -221,21 +221,22 @@ step_machine() {
 # Managed memory larger than what the GPU has free can hang it; the unified-memory
 # baseline is measured on simcuda only (make bench-tiering, tests/simcuda/test_uvm.c).
 MANAGED_API='(cuMemAllocManaged|cudaMallocManaged)[[:space:]]*\('   # a call, not a mention
-# The known managed allocations of the conformance tests and preload programs this script
-# runs, per file: 256 KiB twice (and three refused calls) in test_memory.c, 4 MiB in
-# test_ipc.c, 1 MiB in probe.c. A change here needs its size checked first.
-MANAGED_KNOWN="tests/preload/probe.c:1 tests/simcuda/test_ipc.c:1 tests/simcuda/test_memory.c:5"
+# The known managed allocations of the conformance tests, preload programs and runtime
+# programs this script runs, per file: 256 KiB twice (and three refused calls) in
+# test_memory.c, 4 MiB in test_ipc.c, 1 MiB in probe.c, 1 MiB in cudart_memory.cu. A
+# change here needs its size checked first.
+MANAGED_KNOWN="tests/cudart/cudart_memory.cu:1 tests/preload/probe.c:1 tests/simcuda/test_ipc.c:1 tests/simcuda/test_memory.c:5"
 step_guard() {
   begin_step "guard: no managed memory on the device"
   local own
-  own=$(grep -lE "$MANAGED_API" tests/cudart/*.cu tests/gpu/*.c tests/gpu/*.cu tests/gpu/*.py \
+  own=$(grep -lE "$MANAGED_API" tests/gpu/*.c tests/gpu/*.cu tests/gpu/*.py \
           engine/*.c kernels/*.c kernels/*.cu 2>/dev/null | tr '\n' ' ')
-  [ -z "$own" ] && sub_ok "the runtime tests, the calibration, the torch runs, the engine and its kernels allocate no managed memory" ||
+  [ -z "$own" ] && sub_ok "the calibration, the torch runs, the engine and its kernels allocate no managed memory" ||
     sub_bad "managed memory allocated in: $own(never on the GPU: keep such cases to simcuda)"
   local portable files=() f counts=""
   portable=$(sed -n '/^PORTABLE_SOURCES=/,/"$/p' tests/gpu/conformance.sh | tr -d '"' | sed 's/PORTABLE_SOURCES=//')
   for f in $portable; do files+=("tests/simcuda/$f"); done
-  files+=(tests/preload/serving.c tests/preload/probe.c tests/preload/ipc_peer.c)
+  files+=(tests/preload/serving.c tests/preload/probe.c tests/preload/ipc_peer.c tests/cudart/*.cu)
   for f in "${files[@]}"; do
     local c
     c=$(grep -cE "$MANAGED_API" "$f" 2>/dev/null)
@@ -243,7 +244,7 @@ step_guard() {
   done
   counts=$(tr ' ' '\n' <<<"$counts" | sort | grep . | tr '\n' ' ')
   [ "${counts% }" = "$(tr ' ' '\n' <<<"$MANAGED_KNOWN" | sort | tr '\n' ' ' | sed 's/ $//')" ] &&
-    sub_ok "the conformance tests and preload programs make only the known small managed allocations ($MANAGED_KNOWN)" ||
+    sub_ok "the conformance tests, preload and runtime programs make only the known small managed allocations ($MANAGED_KNOWN)" ||
     sub_bad "managed allocations changed: '${counts% }', known '$MANAGED_KNOWN': check each size is a few MiB, then update MANAGED_KNOWN"
   local pat="TIERMEM_""POLICY=" values
   values=$(grep -v '^ *#' tests/gpu/run.sh | grep -oE "${pat}[A-Za-z_-]+" | sort -u | sed "s/$pat//" | tr '\n' ' ')
@@ -585,7 +586,9 @@ run_cudart() {
   local label=$1 interposer=$2 log=$LOGS/cudart.log; shift 2
   local env=()
   if [ "$SIM" = 1 ]; then env+=(LD_LIBRARY_PATH="$DRIVER_DIR" SIMCUDA_DEVICES=2 SIMCUDA_MEM=$((256 << 20)))
-  else env+=(CUDART_TEST_DEVICE=gpu); fi
+  else  # cuBLAS (cudart_cublas) from the toolkit, after whatever the machine sets
+    env+=(CUDART_TEST_DEVICE=gpu LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}${CUDA_HOME:-/usr/local/cuda}/lib64")
+  fi
   # the physical view: free memory is what HBM has left, so an allocation shows (test_cudart.sh)
   if [ "$interposer" = tiermem ]; then env+=(LD_PRELOAD="$(tm_preload)" TIERMEM_MEMINFO=physical)
   elif [ -n "${TM_SAN_PRELOAD:-}" ]; then env+=(LD_PRELOAD="$TM_SAN_PRELOAD"); fi  # an instrumented simcuda

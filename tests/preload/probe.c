@@ -222,6 +222,14 @@ static int run_vmm(size_t size, int count)
         CHECK(cuMemGetAllocationPropertiesFromHandle(&seen, handles[i]));
         if (seen.location.type != CU_MEM_LOCATION_TYPE_DEVICE || seen.location.id != 0)
             return fail("a handle created at the device reports another location");
+        /* wherever it lives, its mapping reads as the device memory asked for */
+        unsigned int type = 0;
+        int ordinal = -1;
+        CUdeviceptr inside = va + (size_t)i * size + size / 2;
+        CHECK(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, inside));
+        CHECK(cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, inside));
+        if (type != CU_MEMORYTYPE_DEVICE || ordinal != 0)
+            return fail("a handle created at the device maps as another memory type or device");
     }
     CUmemAccessDesc access = { .location = { .type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0 },
                                .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE };

@@ -12,7 +12,7 @@ out=$(without_tiermem "${SIM[@]}" -- "$PROBE" vmm 32M 8 2>&1); rc=$?
 check_eq "without the interposer the 5th 32 MiB handle does not fit 128 MiB" "$rc $(grep -c 'cuMemCreate 5 of 8 failed: CUDA_ERROR_OUT_OF_MEMORY' <<<"$out")" "2 1"
 out=$(under_tiermem "${SIM[@]}" TIERMEM_CXL_NODE=1 TIERMEM_STATS="$SCRATCH/vmm" -- "$PROBE" vmm 32M 8 2>&1); rc=$?
 check_eq "under the interposer 8 handles are created, mapped and checked" "$rc" 0
-check "each handle reports the DEVICE location it was asked for" grep -q '^vmm ok: 8 handles' <<<"$out"
+check "each handle reports the DEVICE location it was asked for, and its mapping device memory" grep -q '^vmm ok: 8 handles' <<<"$out"
 json=$("$TIERMEM_STAT" --json "$SCRATCH/vmm")
 # HBM 128 MiB less its 2 MiB reserve holds three 32 MiB handles; five go to CXL
 check_eq "three handles in hbm, five in cxl (peaks)" "$(json_tier "$json" hbm peak) $(json_tier "$json" cxl peak)" \

@@ -69,7 +69,7 @@ endif
 $(O)/tests/simcuda_only: $(SIMCUDA_ONLY_OBJS) $(SIMCUDA_ONLY_EXTRA) $(SIMCUDA_TEST_LIB) \
     | $(SIMCUDA_KERNELS_SO) $(SIMCUDA_NOT_MODULE_SO) $(SIMCUDA_ABI1_SO) $(SIMCUDA_ONLY_ORDER)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) $(SIMCUDA_ONLY_OBJS) $(SIMCUDA_ONLY_EXTRA) -o $@ $(SIMCUDA_TEST_LINK) -lnettle
+	$(CC) $(CFLAGS) $(LDFLAGS) $(SIMCUDA_ONLY_OBJS) $(SIMCUDA_ONLY_EXTRA) -o $@ $(SIMCUDA_TEST_LINK) -lnettle -lzstd
 
 TEST_PROGS   += $(O)/tests/simcuda_conformance $(O)/tests/simcuda_only
 TEST_SCRIPTS += $(SIMCUDA_TEST_DIR)/test_gpu_build.sh $(SIMCUDA_TEST_DIR)/test_touch_probe.sh \

@@ -23,6 +23,7 @@ int child_host_numa_vmm_off(void);
 int child_host_numa_vmm_on(void);
 int child_unimplemented(void);
 int child_copy_without_access(void);
+int child_copy_peer(void);
 int child_time_htod(void);
 int child_time_copy_engines(void);
 int child_time_kernel_roofline(void);

@@ -20,6 +20,7 @@ static const struct child_case child_cases[] = {
     {"host_numa_vmm_on", child_host_numa_vmm_on},
     {"unimplemented", child_unimplemented},
     {"copy_without_access", child_copy_without_access},
+    {"copy_peer", child_copy_peer},
     {"time_htod", child_time_htod},
     {"time_copy_engines", child_time_copy_engines},
     {"time_kernel_roofline", child_time_kernel_roofline},

@@ -182,6 +182,52 @@ static void copy_into_mapping_without_access(void **state)
     assert_child_passes("copy_without_access", NULL);
 }
 
+/* cuMemcpyPeer and cuMemcpyPeerAsync between the primary contexts of two devices: each
+ * side is checked against its own context's device (no peer access needed), a range
+ * outside any allocation is CUDA_ERROR_INVALID_VALUE, and an unknown context
+ * CUDA_ERROR_INVALID_CONTEXT. */
+int child_copy_peer(void)
+{
+    CUcontext ctx[2] = { NULL, NULL };
+    CUdeviceptr buffer[2] = { 0, 0 };
+    child_expect_cu(cuInit(0), CUDA_SUCCESS);
+    for (int d = 0; d < 2; d++) {
+        child_expect_cu(cuDevicePrimaryCtxRetain(&ctx[d], d), CUDA_SUCCESS);
+        child_expect_cu(cuCtxSetCurrent(ctx[d]), CUDA_SUCCESS);
+        child_expect_cu(cuMemAlloc(&buffer[d], MIB), CUDA_SUCCESS);
+        child_expect_cu(cuMemsetD32(buffer[d], 0x11111111u * (unsigned)(d + 1), MIB / 4), CUDA_SUCCESS);
+    }
+    child_expect_cu(cuCtxSetCurrent(ctx[0]), CUDA_SUCCESS);
+    child_expect_cu(cuMemcpyPeer(buffer[0], ctx[0], buffer[1] + 4096, ctx[1], 8192), CUDA_SUCCESS);
+    uint32_t words[4096];
+    child_expect_cu(cuMemcpyDtoH(words, buffer[0], sizeof words), CUDA_SUCCESS);
+    child_expect(words[0] == 0x22222222u && words[2047] == 0x22222222u && words[2048] == 0x11111111u,
+                 "device 0 after the peer copy: %#x %#x %#x", words[0], words[2047], words[2048]);
+    CUstream stream = NULL;
+    child_expect_cu(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    child_expect_cu(cuMemsetD32(buffer[0], 0x33333333u, MIB / 4), CUDA_SUCCESS);
+    child_expect_cu(cuMemcpyPeerAsync(buffer[1], ctx[1], buffer[0], ctx[0], MIB, stream), CUDA_SUCCESS);
+    child_expect_cu(cuStreamSynchronize(stream), CUDA_SUCCESS);
+    child_expect_cu(cuCtxSetCurrent(ctx[1]), CUDA_SUCCESS);
+    child_expect_cu(cuMemcpyDtoH(words, buffer[1] + MIB - sizeof words, sizeof words), CUDA_SUCCESS);
+    child_expect(words[0] == 0x33333333u && words[4095] == 0x33333333u, "device 1 after the async copy: %#x",
+                 words[0]);
+    child_expect_cu(cuMemcpyPeer(buffer[0] + MIB - 4, ctx[0], buffer[1], ctx[1], 4096), CUDA_ERROR_INVALID_VALUE);
+    child_expect_cu(cuMemcpyPeer(buffer[0], (CUcontext)&words, buffer[1], ctx[1], 4096), CUDA_ERROR_INVALID_CONTEXT);
+    child_expect_cu(cuStreamDestroy(stream), CUDA_SUCCESS);
+    child_expect_cu(cuMemFree(buffer[1]), CUDA_SUCCESS);
+    child_expect_cu(cuCtxSetCurrent(ctx[0]), CUDA_SUCCESS);
+    child_expect_cu(cuMemFree(buffer[0]), CUDA_SUCCESS);
+    return child_failures;
+}
+
+static void copy_between_devices(void **state)
+{
+    (void)state;
+    const char *env[] = { "SIMCUDA_DEVICES=2", NULL };
+    assert_child_passes("copy_peer", env);
+}
+
 /* cuGetProcAddress on simcuda: an unknown name is CUDA_ERROR_NOT_FOUND with
  * CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND (what drivers in the field return; cuda.h's text
  * says CUDA_SUCCESS with a NULL pfn, which the portable test also accepts). */
@@ -211,6 +257,7 @@ int run_simcuda_handle_tests(void)
         conformance_test(released_memory_handles),
         conformance_test(copies_outside_allocations),
         conformance_test(copy_into_mapping_without_access),
+        conformance_test(copy_between_devices),
         conformance_test(proc_address_unknown_symbol_is_not_found),
     };
     return cmocka_run_group_tests_name("simcuda invalid handles and ranges", tests,

@@ -7,11 +7,13 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
+#include <zstd.h>
 
 #include "tests/simcuda/harness.h"
 #include "tests/simcuda/simcuda_only.h"
@@ -378,6 +380,34 @@ static void compressed_gpu_code_accepts_any_name(void **state)
     assert_cu_ok(cuLibraryUnload(library));
 }
 
+/* A zstd-compressed cubin (how the CUDA libraries ship theirs, flag 0x8000, its size at
+ * +56 of the entry header) is read when no entry is plain: its kernels are named, and a
+ * name it lacks is not found. */
+static void zstd_compressed_cubins_are_read(void **state)
+{
+    (void)state;
+    unsigned char cubin[4096], packed[4096], fatbin[8192];
+    size_t cubin_size = make_cubin(cubin, gpu_kernels, 2);
+    size_t packed_size = ZSTD_compress(packed, sizeof packed, cubin, cubin_size, 3);
+    assert_false(ZSTD_isError(packed_size));
+    make_fatbin(fatbin, 2, packed, packed_size, 0x8011, (uint32_t)packed_size);
+    uint64_t inflated = cubin_size;
+    memcpy(fatbin + 16 + offsetof(struct entry_header, uncompressed_size), &inflated, sizeof inflated);
+    CUlibrary library = NULL;
+    assert_cu_ok(cuLibraryLoadData(&library, fatbin, NULL, NULL, 0, NULL, NULL, 0));
+    refuse_launches_of(library, "_Z6kernelPfi");
+    refuse_launches_of(library, "_Z5otherv");
+    CUkernel kernel = NULL;
+    assert_cu(cuLibraryGetKernel(&kernel, library, "_Z8anythingv"), CUDA_ERROR_NOT_FOUND);
+    assert_cu_ok(cuLibraryUnload(library));
+    /* a size that does not match what the frame holds: not read, so any name is taken */
+    inflated = cubin_size + 8;
+    memcpy(fatbin + 16 + offsetof(struct entry_header, uncompressed_size), &inflated, sizeof inflated);
+    assert_cu_ok(cuLibraryLoadData(&library, fatbin, NULL, NULL, 0, NULL, NULL, 0));
+    refuse_launches_of(library, "_Z8anythingv");
+    assert_cu_ok(cuLibraryUnload(library));
+}
+
 #ifdef SIMCUDA_NVCC_FATBIN
 /* The engine's own fatbin, built by nvcc: its cubins name the kernels (its PTX is
  * compressed). */
@@ -573,6 +603,7 @@ int run_simcuda_library_tests(void)
         conformance_test(kernel_attributes_read_like_a_gpus),
         conformance_test(gpu_code_loads_names_its_kernels_and_refuses_to_run),
         conformance_test(compressed_gpu_code_accepts_any_name),
+        conformance_test(zstd_compressed_cubins_are_read),
         conformance_test(hostile_images_are_refused),
         conformance_test(the_runtimes_own_loader_makes_modules_of_gpu_code),
         conformance_test(a_refused_kernel_is_named_once),

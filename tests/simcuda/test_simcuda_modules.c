@@ -206,6 +206,61 @@ static void missing_kernel_is_not_found(void **state)
     assert_cu_ok(cuModuleUnload(module));
 }
 
+/* What libraries (cuBLAS) ask while they set up: occupancy follows the device's sm_90
+ * attributes (233472 bytes of shared memory and 2048 threads an SM, 1 KiB kept per block,
+ * 32 registers a thread), cluster attributes are kept, and context limits read back. */
+static void occupancy_cluster_attributes_and_limits(void **state)
+{
+    (void)state;
+    CUmodule module = NULL;
+    CUfunction fill = NULL;
+    assert_cu_ok(cuModuleLoad(&module, CONFORMANCE_MODULE));
+    assert_cu_ok(cuModuleGetFunction(&fill, module, "fill_u32"));
+    size_t shared = 0;
+    assert_cu_ok(cuOccupancyAvailableDynamicSMemPerBlock(&shared, fill, 2, 256));
+    assert_int_equal(shared, 233472 / 2 - 1024);
+    assert_cu_ok(cuOccupancyAvailableDynamicSMemPerBlock(&shared, fill, 1, 1024));
+    assert_int_equal(shared, 232448); /* the opt-in per-block limit */
+    assert_cu_ok(cuOccupancyAvailableDynamicSMemPerBlock(&shared, fill, 3, 1024));
+    assert_int_equal(shared, 0); /* three blocks of 1024 threads do not fit an SM */
+    assert_cu(cuOccupancyAvailableDynamicSMemPerBlock(&shared, fill, 0, 256), CUDA_ERROR_INVALID_VALUE);
+    int blocks = 0;
+    assert_cu_ok(cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, fill, 256, 0));
+    assert_int_equal(blocks, 8); /* 65536 registers / (256 threads x 32) */
+    assert_cu_ok(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(&blocks, fill, 128, 64 << 10, 0));
+    assert_int_equal(blocks, 3); /* 233472 / (64 KiB + 1 KiB) */
+
+    int value = -1;
+    assert_cu(cuFuncSetAttribute(fill, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 2), CUDA_ERROR_INVALID_VALUE);
+    assert_cu_ok(cuFuncSetAttribute(fill, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1));
+    assert_cu_ok(cuFuncGetAttribute(&value, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, fill));
+    assert_int_equal(value, 1);
+    assert_cu_ok(cuFuncSetAttribute(fill, CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH, 2));
+    assert_cu_ok(cuFuncGetAttribute(&value, CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH, fill));
+    assert_int_equal(value, 2);
+    CUlaunchConfig config;
+    memset(&config, 0, sizeof config);
+    config.blockDimX = 256;
+    config.blockDimY = config.blockDimZ = 1;
+    int clusters = 0, dim = 0, sms = 0;
+    assert_cu_ok(cuOccupancyMaxActiveClusters(&clusters, fill, &config));
+    assert_cu_ok(cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 0));
+    assert_int_equal(clusters, sms * 8 / 2); /* clusters of the two blocks it requires */
+    assert_cu_ok(cuOccupancyMaxPotentialClusterSize(&dim, fill, &config));
+    assert_int_equal(dim, 16); /* non-portable sizes allowed */
+
+    size_t limit = 0;
+    assert_cu_ok(cuCtxGetLimit(&limit, CU_LIMIT_STACK_SIZE));
+    assert_int_equal(limit, 1024);
+    assert_cu_ok(cuCtxSetLimit(CU_LIMIT_STACK_SIZE, 4096));
+    assert_cu_ok(cuCtxGetLimit(&limit, CU_LIMIT_STACK_SIZE));
+    assert_int_equal(limit, 4096);
+    assert_cu_ok(cuCtxSetLimit(CU_LIMIT_STACK_SIZE, 1024));
+    assert_cu(cuCtxSetLimit(CU_LIMIT_CIG_ENABLED, 1), CUDA_ERROR_INVALID_VALUE);
+    assert_cu(cuCtxGetLimit(&limit, CU_LIMIT_MAX), CUDA_ERROR_UNSUPPORTED_LIMIT);
+    assert_cu_ok(cuModuleUnload(module));
+}
+
 int run_simcuda_module_tests(void)
 {
     const struct CMUnitTest tests[] = {
@@ -215,6 +270,7 @@ int run_simcuda_module_tests(void)
         conformance_test(load_data_loads_the_bytes_it_is_given),
         conformance_test(work_completes_at_submission),
         conformance_test(missing_kernel_is_not_found),
+        conformance_test(occupancy_cluster_attributes_and_limits),
     };
     return cmocka_run_group_tests_name("simcuda host-kernel modules", tests, setup_primary_context,
                                        teardown_primary_context);

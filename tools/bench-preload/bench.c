@@ -236,6 +236,6 @@ int main(int argc, char **argv)
     bench_lookup(10);
     bench_lookup(100000);
     CHECK(cuModuleUnload(module));
-    CHECK(cuDevicePrimaryCtxRelease(device));
+    CHECK(cuDevicePrimaryCtxRelease_v2(device));
     return 0;
 }

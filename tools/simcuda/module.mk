@@ -23,7 +23,7 @@ $(SIMCUDA_GEN)/error_table.h: tools/simcuda/gen-error-table.sh $(CUDA_HOME)/incl
 # must see each application call once).
 $(SIMCUDA_LIB): $(SIMCUDA_OBJS)
 	@mkdir -p $(@D)
-	$(CC) -shared -Wl,-soname,libcuda.so.1 -Wl,-Bsymbolic -Wl,-z,defs $(LDFLAGS) -o $@ $^ -lnuma -lnettle -ldl -lpthread -lm
+	$(CC) -shared -Wl,-soname,libcuda.so.1 -Wl,-Bsymbolic -Wl,-z,defs $(LDFLAGS) -o $@ $^ -lnuma -lnettle -lzstd -ldl -lpthread -lm
 	ln -sf libcuda.so.1 $(SIMCUDA_DIR)/libcuda.so
 
 LIBS += $(SIMCUDA_LIB)

@@ -494,3 +494,58 @@ SIM_EXPORT CUresult cuCtxDisablePeerAccess(CUcontext peerContext)
     sim_unlock();
     return result;
 }
+
+/* ---------------------------------------------------------------- limits */
+
+/* What a compute capability 9.0 GPU starts a context with. */
+static size_t limit_default(CUlimit limit)
+{
+    switch (limit) {
+    case CU_LIMIT_STACK_SIZE: return 1024;
+    case CU_LIMIT_PRINTF_FIFO_SIZE: return (size_t)1 << 20;
+    case CU_LIMIT_MALLOC_HEAP_SIZE: return (size_t)8 << 20;
+    case CU_LIMIT_DEV_RUNTIME_SYNC_DEPTH: return 2;
+    case CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT: return 2048;
+    case CU_LIMIT_MAX_L2_FETCH_GRANULARITY: return 64;
+    case CU_LIMIT_CIG_SHMEM_FALLBACK_ENABLED: return 1;
+    default: return 0; /* persisting L2, and the CIG values of a context that is no CIG context */
+    }
+}
+
+/* cuCtxGetLimit and cuCtxSetLimit of the current context (cuBLAS reads the stack size
+ * before a GEMM). Values are kept, not acted on: no GPU code runs here. */
+SIM_EXPORT CUresult cuCtxGetLimit(size_t *pvalue, CUlimit limit)
+{
+    SIM_FAIL_POINT(cuCtxGetLimit);
+    if (!pvalue)
+        return CUDA_ERROR_INVALID_VALUE;
+    if ((unsigned)limit >= CU_LIMIT_MAX)
+        return CUDA_ERROR_UNSUPPORTED_LIMIT;
+    sim_lock();
+    sim_context *ctx = NULL;
+    CUresult result = sim_current_context_locked(&ctx);
+    if (result == CUDA_SUCCESS)
+        *pvalue = (ctx->limits_set & (1u << limit)) ? ctx->limits[limit] : limit_default(limit);
+    sim_unlock();
+    return result;
+}
+
+SIM_EXPORT CUresult cuCtxSetLimit(CUlimit limit, size_t value)
+{
+    SIM_FAIL_POINT(cuCtxSetLimit);
+    if ((unsigned)limit >= CU_LIMIT_MAX)
+        return CUDA_ERROR_UNSUPPORTED_LIMIT;
+    if (limit == CU_LIMIT_SHMEM_SIZE || limit == CU_LIMIT_CIG_ENABLED) /* query only */
+        return CUDA_ERROR_INVALID_VALUE;
+    if (limit == CU_LIMIT_MAX_L2_FETCH_GRANULARITY && value > 128)
+        return CUDA_ERROR_INVALID_VALUE;
+    sim_lock();
+    sim_context *ctx = NULL;
+    CUresult result = sim_current_context_locked(&ctx);
+    if (result == CUDA_SUCCESS) {
+        ctx->limits[limit] = value;
+        ctx->limits_set |= 1u << limit;
+    }
+    sim_unlock();
+    return result;
+}

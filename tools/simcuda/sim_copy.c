@@ -1,5 +1,5 @@
-/* sim_copy.c — cuMemcpy* and cuMemset* in their synchronous, asynchronous and
- * per-thread-stream forms. Each call validates its ranges under the lock (a device range
+/* sim_copy.c — cuMemcpy* (cuMemcpyPeer* too) and cuMemset* in their synchronous,
+ * asynchronous and per-thread-stream forms. Each call validates its ranges under the lock (a device range
  * must be covered by memory the device may access), then hands the work to sim_exec.c. */
 #include "tools/simcuda/sim_internal.h"
 
@@ -78,6 +78,44 @@ SIM_EXPORT CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_
 { SIM_FAIL_POINT(cuMemcpyDtoDAsync_v2); return copy(dst, D, src, D, n, s, false); }
 SIM_EXPORT CUresult cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)
 { SIM_FAIL_POINT(cuMemcpyDtoDAsync_v2_ptsz); return copy(dst, D, src, D, n, s, false); }
+
+/* ---------------------------------------------------------------- between contexts */
+
+/* cuMemcpyPeer: each side is checked against its own context's device; peer access need
+ * not be enabled (a GPU stages such a copy itself). The stream is the current context's. */
+static CUresult copy_peer(CUdeviceptr dst, CUcontext dst_handle, CUdeviceptr src, CUcontext src_handle, size_t bytes,
+                          CUstream stream_handle, bool sync)
+{
+    sim_lock();
+    sim_stream *stream = NULL;
+    sim_context *ctx = NULL;
+    sim_context *dst_ctx = sim_object_find(dst_handle, SIM_CONTEXT), *src_ctx = sim_object_find(src_handle, SIM_CONTEXT);
+    CUresult result = sim_current_context_locked(&ctx);
+    if (result == CUDA_SUCCESS && (!dst_ctx || !src_ctx))
+        result = CUDA_ERROR_INVALID_CONTEXT;
+    if (result == CUDA_SUCCESS)
+        result = sim_stream_resolve(stream_handle, &stream);
+    if (result == CUDA_SUCCESS && bytes > 0) {
+        result = dst ? sim_range_check(dst_ctx->device, dst, bytes, true) : CUDA_ERROR_INVALID_VALUE;
+        if (result == CUDA_SUCCESS)
+            result = src ? sim_range_check(src_ctx->device, src, bytes, false) : CUDA_ERROR_INVALID_VALUE;
+    }
+    sim_unlock();
+    if (result != CUDA_SUCCESS || bytes == 0)
+        return result;
+    return sim_exec_copy(stream, (void *)dst, (const void *)src, bytes, sync);
+}
+
+SIM_EXPORT CUresult cuMemcpyPeer(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src, CUcontext src_ctx, size_t n)
+{ SIM_FAIL_POINT(cuMemcpyPeer); return copy_peer(dst, dst_ctx, src, src_ctx, n, NULL, true); }
+SIM_EXPORT CUresult cuMemcpyPeer_ptds(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src, CUcontext src_ctx, size_t n)
+{ SIM_FAIL_POINT(cuMemcpyPeer_ptds); return copy_peer(dst, dst_ctx, src, src_ctx, n, CU_STREAM_PER_THREAD, true); }
+SIM_EXPORT CUresult cuMemcpyPeerAsync(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src, CUcontext src_ctx, size_t n,
+                                      CUstream s)
+{ SIM_FAIL_POINT(cuMemcpyPeerAsync); return copy_peer(dst, dst_ctx, src, src_ctx, n, s, false); }
+SIM_EXPORT CUresult cuMemcpyPeerAsync_ptsz(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src, CUcontext src_ctx,
+                                           size_t n, CUstream s)
+{ SIM_FAIL_POINT(cuMemcpyPeerAsync_ptsz); return copy_peer(dst, dst_ctx, src, src_ctx, n, s, false); }
 
 /* ---------------------------------------------------------------- memset */
 

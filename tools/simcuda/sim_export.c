@@ -184,8 +184,10 @@ static void *const tools_hooks[7] = {
 
 /* ---------------------------------------------------------------- table 4: TOOLS_TLS */
 
-/* Must be served (refusing it fails every call), but 13.0 reads no slot; cuBLASLt is
- * reported to use slot 2, which stays a trap until that is measured. */
+/* Must be served (refusing it fails every call), but 13.0 reads no slot. Measured:
+ * cuBLASLt 13.1 calls slot 2 on its GEMM path (first argument a pointer to a zeroed stack
+ * slot, so an out-parameter); what it must answer is not known, so it stays a trap and
+ * the GEMM fails with CUBLAS_STATUS_NOT_SUPPORTED (tests/cudart/cudart_cublas.cu). */
 static void *const tools_tls[3] = {
     SIZE_HEADER(3),
     TRAP(3, 0, 1),

@@ -8,11 +8,13 @@
  *                   size; at +16 u32 compressed size, at +28 u32 sm_ arch, at +40 u64
  *                   flags; the payload follows the header
  * Kernel names come from the symbol tables of the cubins (STT_FUNC symbols) and from the
- * `.entry` directives of PTX text. A compressed payload (nvcc compresses PTX with zstd,
- * flag 0x8000; older ones used 0x1000 and 0x2000), or an entry of another kind, is not
- * read. nvcc builds every entry of a fatbin from the same source, so the entries that
- * can be read name the kernels of all; only when none can be read does the image accept
- * every name, rather than refuse a kernel that is really there. */
+ * `.entry` directives of PTX text. nvcc builds every entry of a fatbin from the same
+ * source, so the entries that can be read name the kernels of all. A compressed payload
+ * (zstd, flag 0x8000, as in the CUDA libraries: cuBLAS looks up its __device__ constants)
+ * is read only when no entry is plain: the one cubin closest to sm_90 is decompressed
+ * (its size at +56 of the entry header, at most 256 MiB). Older compressions (0x1000,
+ * 0x2000), or an entry of another kind, are not read; only when nothing can be read does
+ * the image accept every name, rather than refuse a kernel that is really there. */
 #include <elf.h>
 #include <errno.h>
 #include <stdio.h>
@@ -21,6 +23,7 @@
 #include <sys/mman.h>
 #include <sys/uio.h>
 #include <unistd.h>
+#include <zstd.h>
 
 #include "tools/simcuda/sim_gpu_image.h"
 
@@ -34,6 +37,9 @@
 #define MAX_NAME_LENGTH  4096
 #define MAX_GLOBALS      65536
 #define MAX_INIT_BYTES   ((uint64_t)256 << 20)  /* initial bytes of all variables together */
+#define FLAG_ZSTD        0x8000
+#define MAX_INFLATED     ((uint64_t)256 << 20)  /* a decompressed cubin */
+#define PREFERRED_ARCH   90                     /* simcuda's devices are sm_90 */
 
 /* ---------------------------------------------------------------- bounded reads */
 
@@ -329,9 +335,33 @@ static char *read_text_unbounded(const unsigned char *image, size_t *length)
 
 /* ---------------------------------------------------------------- fatbins */
 
+/* The zstd-compressed cubin of `size` bytes at `payload` of `v`, decompressed into a
+ * buffer of `inflated` bytes and read like a plain one; 1 when it is not usable (the
+ * caller goes on without it), -1 when the cubin inside is malformed. */
+static int read_zstd_cubin(const view *v, uint64_t payload, uint64_t size, uint64_t inflated, name_list *names,
+                           char *why, size_t why_size)
+{
+    if (inflated == 0 || inflated > MAX_INFLATED || size == 0)
+        return 1;
+    unsigned char *packed = view_copy(v, payload, size), *plain = malloc((size_t)inflated);
+    size_t got = packed && plain ? ZSTD_decompress(plain, (size_t)inflated, packed, (size_t)size) : 0;
+    free(packed);
+    if (!plain || ZSTD_isError(got) || got != inflated || got < SELFMAG || memcmp(plain, ELFMAG, SELFMAG) != 0) {
+        free(plain);
+        return 1;
+    }
+    view cubin = { plain, inflated, false };
+    int result = read_cubin(&cubin, names, why, why_size);
+    free(plain);
+    return result;
+}
+
 static int read_fatbin(const view *whole, sim_gpu_image *out, name_list *names, char *why, size_t why_size)
 {
     int read = 0, unread = 0;
+    /* the compressed cubin to read when no entry is plain: the arch closest to sm_90 */
+    uint64_t zstd_at = 0, zstd_size = 0, zstd_inflated = 0;
+    int zstd_arch = -1;
     struct { uint32_t magic; uint16_t version, header_size; uint64_t size; } header;
     if (!view_read(whole, 0, &header, sizeof header))
         return fail(why, why_size, "%s", "a fatbin shorter than its header");
@@ -378,9 +408,32 @@ static int read_fatbin(const view *whole, sim_gpu_image *out, name_list *names, 
                 return -1;
             read++;
         } else {
+            uint64_t inflated = 0;
+            const int arch = (int)entry.arch;
+            const bool closer = zstd_arch < 0 || (arch <= PREFERRED_ARCH && (zstd_arch > PREFERRED_ARCH || arch > zstd_arch)) ||
+                                (arch > PREFERRED_ARCH && zstd_arch > PREFERRED_ARCH && arch < zstd_arch);
+            if (entry.kind == ENTRY_KIND_ELF && (entry.flags & FLAG_ZSTD) && entry.header_size >= 64 &&
+                view_read(&v, at + 56, &inflated, sizeof inflated) && closer) {
+                zstd_at = payload;
+                /* the payload is padded: the frame is compressed_size bytes when given */
+                zstd_size = entry.compressed_size && entry.compressed_size <= entry.payload_size ? entry.compressed_size
+                                                                                                : entry.payload_size;
+                zstd_inflated = inflated;
+                zstd_arch = arch;
+            }
             unread++;
         }
         at = payload + entry.payload_size;
+    }
+    if (read == 0 && zstd_arch >= 0) {
+        int result = read_zstd_cubin(&v, zstd_at, zstd_size, zstd_inflated, names, why, why_size);
+        if (result < 0)
+            return -1;
+        if (result == 0) {
+            read++;
+            if (zstd_arch > out->arch && zstd_arch < 10000)
+                out->arch = zstd_arch;
+        }
     }
     out->any_name = unread > 0 && read == 0;
     return 0;

@@ -111,6 +111,8 @@ typedef struct sim_context {
     unsigned peers;         /* bit d: cuCtxEnablePeerAccess gave it device d's memory */
     unsigned long long id;
     sim_local *locals;      /* context-local storage the runtime keeps (sim_ctx_local.c) */
+    size_t limits[CU_LIMIT_MAX]; /* cuCtxSetLimit's values, where limits_set has the bit */
+    unsigned limits_set;
 } sim_context;
 
 typedef struct sim_op sim_op;
@@ -167,6 +169,9 @@ struct sim_function {
     const simcuda_params *params; /* its SIMCUDA_KERNEL_PARAMS, or NULL */
     int max_dynamic_shared;       /* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES */
     int carveout;                 /* CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT */
+    int cluster[3];               /* CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH, _HEIGHT, _DEPTH (0: unset) */
+    int non_portable_cluster;     /* CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED */
+    int cluster_policy;           /* CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE */
     bool refusal_logged;          /* GPU code: its launch was refused and said so once */
     sim_function *next;
     char name[];

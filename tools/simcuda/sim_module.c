@@ -405,12 +405,12 @@ CUresult sim_function_get_attribute(const sim_function *function, CUfunction_att
     case CU_FUNC_ATTRIBUTE_CACHE_MODE_CA: *value = 0; break;
     case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: *value = function->max_dynamic_shared; break;
     case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT: *value = function->carveout; break;
-    case CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET:
-    case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH:
-    case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT:
-    case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH:
-    case CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED:
-    case CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE: *value = 0; break;
+    case CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET: *value = 0; break;
+    case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH: *value = function->cluster[0]; break;
+    case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT: *value = function->cluster[1]; break;
+    case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH: *value = function->cluster[2]; break;
+    case CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED: *value = function->non_portable_cluster; break;
+    case CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE: *value = function->cluster_policy; break;
     default: return CUDA_ERROR_INVALID_VALUE;
     }
     return CUDA_SUCCESS;
@@ -426,6 +426,21 @@ CUresult sim_function_set_attribute(sim_function *function, CUfunction_attribute
         if (value < -1 || value > 100)
             return CUDA_ERROR_INVALID_VALUE;
         function->carveout = value;
+    } else if (attribute == CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH ||
+               attribute == CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT ||
+               attribute == CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH) {
+        /* thread block clusters (compute capability 9.0): 8 blocks portably, 16 when allowed */
+        if (value < 0 || value > 16)
+            return CUDA_ERROR_INVALID_VALUE;
+        function->cluster[attribute - CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH] = value;
+    } else if (attribute == CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED) {
+        if (value != 0 && value != 1)
+            return CUDA_ERROR_INVALID_VALUE;
+        function->non_portable_cluster = value;
+    } else if (attribute == CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE) {
+        if (value < CU_CLUSTER_SCHEDULING_POLICY_DEFAULT || value > CU_CLUSTER_SCHEDULING_POLICY_LOAD_BALANCING)
+            return CUDA_ERROR_INVALID_VALUE;
+        function->cluster_policy = value;
     } else {
         return CUDA_ERROR_INVALID_VALUE;
     }
@@ -445,6 +460,18 @@ SIM_EXPORT CUresult cuFuncSetAttribute(CUfunction handle, CUfunction_attribute a
     return result;
 }
 
+/* Lock held: the device of the function's context, else the current one's (a library
+ * kernel, whose module outlives contexts). */
+static CUdevice function_device(const sim_function *function)
+{
+    sim_context *current = NULL;
+    if (function && function->module->ctx)
+        return function->module->ctx->device;
+    if (sim_current_context_locked(&current) == CUDA_SUCCESS)
+        return current->device;
+    return 0;
+}
+
 SIM_EXPORT CUresult cuFuncGetAttribute(int *value, CUfunction_attribute attribute, CUfunction handle)
 {
     SIM_FAIL_POINT(cuFuncGetAttribute);
@@ -455,16 +482,173 @@ SIM_EXPORT CUresult cuFuncGetAttribute(int *value, CUfunction_attribute attribut
         return result;
     sim_lock();
     sim_function *function = sim_object_find(handle, SIM_FUNCTION);
-    sim_context *current = NULL;
-    /* The device of the function's context, else the current one's (a library kernel). */
-    CUdevice device = 0;
-    if (function && function->module->ctx)
-        device = function->module->ctx->device;
-    else if (sim_current_context_locked(&current) == CUDA_SUCCESS)
-        device = current->device;
-    result = function ? sim_function_get_attribute(function, attribute, device, value)
+    result = function ? sim_function_get_attribute(function, attribute, function_device(function), value)
                       : CUDA_ERROR_INVALID_HANDLE;
     sim_unlock();
+    return result;
+}
+
+/* ---------------------------------------------------------------- occupancy
+ * Libraries (cuBLAS in cublasCreate) size their launches from these. The answers follow
+ * the device's attributes and the function's (32 registers a thread, no static shared
+ * memory, sim_function_get_attribute), with the 1 KiB of shared memory a GPU keeps per
+ * block and at most 32 blocks an SM. */
+
+typedef struct sm_limits {
+    int64_t shared, shared_per_block, threads, registers; /* of one SM */
+    int64_t sms;                                           /* SMs of the device */
+} sm_limits;
+
+/* The limits of one SM of the device `func` belongs to (else the current context's). */
+static CUresult occupancy_limits(CUfunction func, int block_size, sm_limits *limits)
+{
+    if (block_size <= 0 || block_size > 1024)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult result = sim_check_init();
+    if (result != CUDA_SUCCESS)
+        return result;
+    sim_lock();
+    sim_function *function = sim_object_find(func, SIM_FUNCTION);
+    const CUdevice device = function_device(function);
+    sim_unlock();
+    if (!function)
+        return CUDA_ERROR_INVALID_HANDLE;
+    int shared = 0, per_block = 0, threads = 0, registers = 0;
+    cuDeviceGetAttribute(&shared, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR, device);
+    cuDeviceGetAttribute(&per_block, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, device);
+    cuDeviceGetAttribute(&threads, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, device);
+    cuDeviceGetAttribute(&registers, CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR, device);
+    int sms = 0;
+    cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device);
+    *limits = (sm_limits){ shared, per_block, threads, registers, sms };
+    return CUDA_SUCCESS;
+}
+
+enum { SHARED_KEPT_PER_BLOCK = 1024, REGISTERS_PER_THREAD = 32, MAX_BLOCKS_PER_SM = 32 };
+
+/* The dynamic shared memory each of `numBlocks` blocks may ask for on one SM: the SM's
+ * shared memory split between them, less what is kept per block, at most the opt-in
+ * per-block limit; 0 when that many blocks do not fit an SM. */
+SIM_EXPORT CUresult cuOccupancyAvailableDynamicSMemPerBlock(size_t *dynamicSmemSize, CUfunction func, int numBlocks,
+                                                            int blockSize)
+{
+    SIM_FAIL_POINT(cuOccupancyAvailableDynamicSMemPerBlock);
+    sm_limits sm;
+    if (!dynamicSmemSize || numBlocks <= 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult result = occupancy_limits(func, blockSize, &sm);
+    if (result != CUDA_SUCCESS)
+        return result;
+    const int64_t threads = (int64_t)numBlocks * ((blockSize + 31) / 32 * 32);
+    const int64_t share = sm.shared / numBlocks - SHARED_KEPT_PER_BLOCK;
+    if (threads > sm.threads || threads * REGISTERS_PER_THREAD > sm.registers || share <= 0)
+        *dynamicSmemSize = 0;
+    else
+        *dynamicSmemSize = (size_t)(share < sm.shared_per_block ? share : sm.shared_per_block);
+    return CUDA_SUCCESS;
+}
+
+/* How many blocks of `blockSize` threads with `dynamicSMemSize` bytes each fit one SM:
+ * the least of what threads, registers, shared memory and the block limit allow. */
+SIM_EXPORT CUresult cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *numBlocks, CUfunction func,
+                                                                         int blockSize, size_t dynamicSMemSize,
+                                                                         unsigned int flags)
+{
+    SIM_FAIL_POINT(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags);
+    sm_limits sm;
+    if (!numBlocks || (flags & ~(unsigned)CU_OCCUPANCY_DISABLE_CACHING_OVERRIDE))
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult result = occupancy_limits(func, blockSize, &sm);
+    if (result != CUDA_SUCCESS)
+        return result;
+    if (dynamicSMemSize > (size_t)sm.shared_per_block) {
+        *numBlocks = 0;
+        return CUDA_SUCCESS;
+    }
+    const int64_t threads = (blockSize + 31) / 32 * 32;
+    int64_t blocks = MAX_BLOCKS_PER_SM;
+    if (sm.threads / threads < blocks)
+        blocks = sm.threads / threads;
+    if (sm.registers / (threads * REGISTERS_PER_THREAD) < blocks)
+        blocks = sm.registers / (threads * REGISTERS_PER_THREAD);
+    if (sm.shared / ((int64_t)dynamicSMemSize + SHARED_KEPT_PER_BLOCK) < blocks)
+        blocks = sm.shared / ((int64_t)dynamicSMemSize + SHARED_KEPT_PER_BLOCK);
+    *numBlocks = (int)blocks;
+    return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *numBlocks, CUfunction func, int blockSize,
+                                                                size_t dynamicSMemSize)
+{
+    SIM_FAIL_POINT(cuOccupancyMaxActiveBlocksPerMultiprocessor);
+    return cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(numBlocks, func, blockSize, dynamicSMemSize,
+                                                                CU_OCCUPANCY_DEFAULT);
+}
+
+/* The blocks of one cluster `config` launches: its cluster attribute, else the size the
+ * function requires, else 1. */
+static int64_t cluster_blocks(const CUlaunchConfig *config, const sim_function *function)
+{
+    for (unsigned int i = 0; config->attrs && i < config->numAttrs; i++)
+        if (config->attrs[i].id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION)
+            return (int64_t)config->attrs[i].value.clusterDim.x * config->attrs[i].value.clusterDim.y *
+                   config->attrs[i].value.clusterDim.z;
+    int64_t blocks = 1;
+    for (int d = 0; d < 3; d++)
+        blocks *= function->cluster[d] ? function->cluster[d] : 1;
+    return blocks;
+}
+
+/* The blocks of `config` one SM holds (*per_sm), the SMs there are, and the cluster sizes
+ * the function allows (*limit: 8, or 16 with non-portable sizes) and asks for (*blocks). */
+static CUresult cluster_launch(const int *out, CUfunction func, const CUlaunchConfig *config, int *per_sm,
+                               int64_t *sms, int64_t *limit, int64_t *blocks)
+{
+    if (!out || !config)
+        return CUDA_ERROR_INVALID_VALUE;
+    const int64_t threads = (int64_t)config->blockDimX * config->blockDimY * config->blockDimZ;
+    CUresult result = threads > 0 && threads <= 1024 ? cuOccupancyMaxActiveBlocksPerMultiprocessor(
+                                                           per_sm, func, (int)threads, config->sharedMemBytes)
+                                                     : CUDA_ERROR_INVALID_VALUE;
+    sm_limits sm;
+    if (result == CUDA_SUCCESS)
+        result = occupancy_limits(func, (int)threads, &sm);
+    if (result != CUDA_SUCCESS)
+        return result;
+    sim_lock();
+    sim_function *function = sim_object_find(func, SIM_FUNCTION);
+    *blocks = function ? cluster_blocks(config, function) : 0;
+    *limit = function && function->non_portable_cluster ? 16 : 8;
+    sim_unlock();
+    *sms = sm.sms;
+    return function ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+/* How many clusters of the launch `config` describes run at once on the whole device:
+ * the blocks every SM holds, grouped into clusters of the size asked for. */
+SIM_EXPORT CUresult cuOccupancyMaxActiveClusters(int *numClusters, CUfunction func, const CUlaunchConfig *config)
+{
+    SIM_FAIL_POINT(cuOccupancyMaxActiveClusters);
+    int per_sm = 0;
+    int64_t sms = 0, limit = 0, blocks = 0;
+    CUresult result = cluster_launch(numClusters, func, config, &per_sm, &sms, &limit, &blocks);
+    if (result == CUDA_SUCCESS && (blocks <= 0 || blocks > limit))
+        result = CUDA_ERROR_INVALID_CLUSTER_SIZE;
+    if (result == CUDA_SUCCESS)
+        *numClusters = (int)(sms * per_sm / blocks);
+    return result;
+}
+
+/* The largest cluster the launch could use: what the function allows, 0 when not even
+ * one block fits an SM. */
+SIM_EXPORT CUresult cuOccupancyMaxPotentialClusterSize(int *clusterSize, CUfunction func, const CUlaunchConfig *config)
+{
+    SIM_FAIL_POINT(cuOccupancyMaxPotentialClusterSize);
+    int per_sm = 0;
+    int64_t sms = 0, limit = 0, blocks = 0;
+    CUresult result = cluster_launch(clusterSize, func, config, &per_sm, &sms, &limit, &blocks);
+    if (result == CUDA_SUCCESS)
+        *clusterSize = per_sm > 0 ? (int)limit : 0;
     return result;
 }
 
