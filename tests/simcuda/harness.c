@@ -422,3 +422,12 @@ double now_ms(void)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
+
+void *create_file_later(void *path)
+{
+    sleep_ms(300);
+    FILE *f = fopen(path, "w");
+    if (f)
+        fclose(f);
+    return NULL;
+}

@@ -185,4 +185,8 @@ uint32_t load_u32(const void *p);
 void sleep_ms(unsigned ms);
 double now_ms(void);
 
+/* A thread's body: creates the file `path` (a char *) 300 ms after it starts, to release
+ * a program held by SIMCUDA_HOLD. */
+void *create_file_later(void *path);
+
 #endif /* TESTS_SIMCUDA_HARNESS_H */

@@ -520,15 +520,6 @@ static void unimplemented_functions_say_so_once(void **state)
  * SIMCUDA_HOLD
  * ==================================================================================== */
 
-static void *create_later(void *path)
-{
-    sleep_ms(300);
-    FILE *f = fopen(path, "w");
-    if (f)
-        fclose(f);
-    return NULL;
-}
-
 /* SIMCUDA_HOLD=2:PATH: the first launch runs at once, the second waits until PATH exists
  * (a thread creates it 300 ms later), then runs as any other. */
 int child_hold_launch(void)
@@ -549,7 +540,7 @@ int child_hold_launch(void)
     child_expect_cu(cuLaunchKernel(tm.fill_u32, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL), CUDA_SUCCESS);
     double t1 = now_ms();
     pthread_t thread;
-    child_expect(pthread_create(&thread, NULL, create_later, (void *)path) == 0, "a thread");
+    child_expect(pthread_create(&thread, NULL, create_file_later, (void *)path) == 0, "a thread");
     base = 20;
     child_expect_cu(cuLaunchKernel(tm.fill_u32, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL), CUDA_SUCCESS);
     double t2 = now_ms();
