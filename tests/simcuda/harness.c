@@ -431,3 +431,21 @@ void *create_file_later(void *path)
         fclose(f);
     return NULL;
 }
+
+const char *held_child_path(void)
+{
+    const char *setting = getenv("SIMCUDA_HOLD");
+    const char *colon = setting ? strchr(setting, ':') : NULL;
+    return colon ? colon + 1 : NULL;
+}
+
+void assert_held_child_passes(const char *name, int launch)
+{
+    char dir[] = "/tmp/simcuda-hold.XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char setting[128];
+    snprintf(setting, sizeof setting, "SIMCUDA_HOLD=%d:%s/go", launch, dir);
+    const char *env[] = {setting, NULL};
+    assert_child_passes(name, env);
+    rmdir(dir);
+}

@@ -548,12 +548,10 @@ int child_gpu_launch_refused(void)
  * a test can look at a program that cannot run its kernels once all before them is done. */
 int child_gpu_launch_held(void)
 {
-    const char *setting = getenv("SIMCUDA_HOLD");
-    const char *path = setting ? strchr(setting, ':') : NULL;
+    const char *path = held_child_path();
     CUdevice dev;
     if (!path || child_start(&dev))
         return child_failures + !path;
-    path++;
     unsigned char cubin[2048], fatbin[4096];
     make_fatbin(fatbin, 2, cubin, make_cubin(cubin, gpu_kernels, 2), 0x11, 0);
     struct wrapper wrapper = { 0x466243B1u, 1, fatbin, NULL };
@@ -581,13 +579,7 @@ int child_gpu_launch_held(void)
 static void a_launch_of_gpu_code_is_held(void **state)
 {
     (void)state;
-    char dir[] = "/tmp/simcuda-hold.XXXXXX";
-    assert_non_null(mkdtemp(dir));
-    char setting[128];
-    snprintf(setting, sizeof setting, "SIMCUDA_HOLD=1:%s/go", dir);
-    const char *env[] = {setting, NULL};
-    assert_child_passes("gpu_launch_held", env);
-    rmdir(dir);
+    assert_held_child_passes("gpu_launch_held", 1);
 }
 
 static int count_lines(const char *text, const char *line)
