@@ -34,3 +34,20 @@ deps-oracle:
 	  $(ORACLE_NPM) >$(ORACLE_DIR)/npm.log 2>&1 || \
 	  echo "oracle: npm install failed (see $(ORACLE_DIR)/npm.log): the llama.cpp comparisons will be skipped"
 .PHONY: deps-oracle
+
+# llama.cpp's CUDA build as a real engine on simcuda (tests/llamacpp): node-llama-cpp with
+# its prebuilt CUDA backend, pinned, in build/llamacpp-cuda, when npm is present. Its install
+# script is not run: it would build llama.cpp from source where no GPU answers its probe.
+# The backend links libcudart.so.13 and libcublas.so.13 of the CUDA 13 toolkit. Without
+# npm or the package the test says so and skips.
+LLAMACPP_CUDA_DIR := build/llamacpp-cuda
+LLAMACPP_CUDA_NPM := node-llama-cpp@3.22.1 @node-llama-cpp/linux-x64-cuda@3.22.1
+deps-test: deps-llamacpp-cuda
+deps-llamacpp-cuda:
+	@if [ -d $(LLAMACPP_CUDA_DIR)/node_modules/@node-llama-cpp/linux-x64-cuda ]; then exit 0; fi; \
+	if ! command -v npm >/dev/null; then echo "llamacpp-cuda: npm not found: the llama.cpp CUDA test will be skipped"; exit 0; fi; \
+	echo "llamacpp-cuda: npm install $(LLAMACPP_CUDA_NPM) into $(LLAMACPP_CUDA_DIR)"; \
+	mkdir -p $(LLAMACPP_CUDA_DIR) && npm install --prefix $(LLAMACPP_CUDA_DIR) --no-audit --no-fund --omit=optional \
+	  --ignore-scripts $(LLAMACPP_CUDA_NPM) >$(LLAMACPP_CUDA_DIR)/npm.log 2>&1 || \
+	  echo "llamacpp-cuda: npm install failed (see $(LLAMACPP_CUDA_DIR)/npm.log): the llama.cpp CUDA test will be skipped"
+.PHONY: deps-llamacpp-cuda

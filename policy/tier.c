@@ -145,6 +145,15 @@ void tm_meminfo(const tm_tiers *tiers, const tm_tier_order *order, tm_meminfo_vi
     }
     uint64_t movable = tiers->hbm_chunked < lower_room ? tiers->hbm_chunked : lower_room;
     *free = saturating_add(*free, movable);
+    /* HBM held by what cannot move (small allocations pass through) would read 0 free,
+     * and an engine sizing its KV cache from free memory would get none although a new
+     * allocation spills to the lower tiers: free never reads below their room, up to a
+     * share of HBM that holds one sequence's KV cache of the models HBM is sized for. */
+    uint64_t floor = *total / TM_MEMINFO_SPILL_SHARE;
+    if (floor > lower_room)
+        floor = lower_room;
+    if (*free < floor)
+        *free = floor;
     if (*free > *total)
         *free = *total;
 }

@@ -59,6 +59,9 @@ uint64_t tm_default_hbm_reserve(uint64_t hbm_limit, uint64_t chunk_size);
 uint64_t tm_tier_room(const tm_tiers *tiers, tm_tier_id tier);
 
 /* What cuMemGetInfo reports (TIERMEM_MEMINFO). */
+#define TM_MEMINFO_SPILL_SHARE 8 /* available: free reads at least total / 8 while the lower tiers
+                                  * have it (one sequence's KV cache: Llama-2-7B's 4096 fp16
+                                  * positions are 2 GiB, 1/8 of a 16 GiB card) */
 typedef enum tm_meminfo_view {
     TM_MEMINFO_PHYSICAL, /* what HBM really has, within its limit */
     TM_MEMINFO_VIRTUAL,  /* HBM plus the lower tiers of the tier order */
@@ -77,7 +80,9 @@ uint64_t tm_meminfo_total(const tm_tiers *tiers, const tm_tier_order *order, tm_
  * present lower tier in `order`, its limit to total and its room to free. Available keeps
  * the physical total and adds to free the HBM bytes chunks hold, as far as the lower tiers
  * in `order` have room for them, never above the total: memory a new allocation gets
- * because chunks spill or move down, as a program sizing a cache from free memory needs. */
+ * because chunks spill or move down, as a program sizing a cache from free memory needs;
+ * and never below the lower tiers' room up to 1/TM_MEMINFO_SPILL_SHARE of the total, what a
+ * new allocation gets by spilling when HBM holds nothing that can move. */
 void tm_meminfo(const tm_tiers *tiers, const tm_tier_order *order, tm_meminfo_view view,
                 uint64_t driver_free, uint64_t driver_total, uint64_t *free, uint64_t *total);
 

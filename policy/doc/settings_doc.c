@@ -85,7 +85,8 @@ const tm_setting_doc tm_setting_docs[] = {
       "`0`" },
     { "TIERMEM_MEMINFO", VIEW,
       "what `cuMemGetInfo`, `cuDeviceTotalMem` and NVML report: `available` (total: HBM; free: what "
-      "HBM has left plus the HBM that chunks hold and the lower tiers have room for); `physical` (HBM "
+      "HBM has left plus the HBM that chunks hold and the lower tiers have room for, and never less than "
+      "the lower tiers' room up to 1/8 of HBM); `physical` (HBM "
       "within its limit, free less the reserve); `virtual` (HBM plus the lower tiers' limits). The "
       "total is fixed before any context exists and never changes",
       "`available`" },

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The engine, unmodified, under libtiermem.so on a device too small for its model:
 # token-for-token equality with an all-in-HBM run (f32 and fp8 KV), bytes per tier within
-# the limits and adding up to what the engine allocated, nothing left behind at exit, and a
-# larger KV pool under the virtual memory view.
+# the limits and adding up to what the engine allocated, nothing left behind at exit, a
+# larger KV pool under the virtual memory view, and a KV pool under the default view when
+# HBM holds nothing that can move.
 source "$(dirname "$0")/../lib/tap.sh"
 
 llm=$B/bin/tiermem-llm
@@ -92,5 +93,21 @@ check_eq "TIERMEM_MEMINFO=physical: HBM is full, so the engine stops with one li
   "1 1"
 check_eq "TIERMEM_MEMINFO=virtual: the engine runs" "$rc_virtual" 0
 check "  with a KV pool from the lower tiers (${blocks_virtual:-?} blocks)" test "${blocks_virtual:-0}" -gt 0
+
+# available (the default), with HBM full of what cannot move: a model of small tensors
+# (each under a chunk, so they pass through to HBM until it is full) leaves nothing that
+# could move down, yet free reads what the lower tiers can take, up to 1/8 of HBM, so a
+# pool sized from free memory is not empty and the engine runs as it does under virtual.
+"$B/bin/tiermem-mkmodel" -o "$T/small.gguf" --target-size 24M > /dev/null
+for view in available virtual; do
+  env SIMCUDA_MEM=16M TIERMEM_MEMINFO=$view LD_PRELOAD="$preload" \
+    "$llm" -m "$T/small.gguf" -p "Once" -n 4 --gpu-memory-utilization 0.9 -v > /dev/null 2> "$T/small-$view.err"
+  declare "rc_small_$view=$?"
+done
+blocks_small=$(summary_field kv_blocks "$T/small-available.err")
+check_eq "24 MiB of small tensors on 16 MiB, TIERMEM_MEMINFO=available: the engine runs" "$rc_small_available" 0
+check "  with a KV pool (${blocks_small:-?} blocks) of at most 0.9 x 1/8 of HBM" \
+  test "${blocks_small:-0}" -gt 0 -a "$(grep -c 'kv pool: .*(0.90 of 2.0 MiB free after weights)' "$T/small-available.err")" = 1
+check_eq "  and the tokens of the virtual view" "$(ids "$T/small-available.err")" "$(ids "$T/small-virtual.err")"
 
 done_testing

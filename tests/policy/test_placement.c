@@ -147,6 +147,22 @@ static void test_meminfo_views(void **state)
     t.tier[TM_TIER_CXL].limit = 512 * TM_MIB;
     tm_meminfo(&t, &hbm_only, TM_MEMINFO_AVAILABLE, 15 * TM_GIB, 16 * TM_GIB, &free, &total);
     assert_int_equal(free, 0);
+    /* HBM full of what cannot move (no chunks): a new allocation spills, so free reads the
+     * lower tiers' room up to 1/8 of the total, never 0 while they have room */
+    t.hbm_chunked = 0;
+    tm_meminfo(&t, &tm_default_tier_order, TM_MEMINFO_AVAILABLE, 15 * TM_GIB, 16 * TM_GIB, &free, &total);
+    assert_int_equal(free, TM_GIB / TM_MEMINFO_SPILL_SHARE);
+    t.tier[TM_TIER_CXL].used = t.tier[TM_TIER_CXL].limit;
+    t.tier[TM_TIER_DDR].used = t.tier[TM_TIER_DDR].limit - 10 * TM_MIB; /* less room than the share */
+    tm_meminfo(&t, &tm_default_tier_order, TM_MEMINFO_AVAILABLE, 15 * TM_GIB, 16 * TM_GIB, &free, &total);
+    assert_int_equal(free, 10 * TM_MIB);
+    t.tier[TM_TIER_DDR].used = t.tier[TM_TIER_DDR].limit; /* no room anywhere: nothing is free */
+    tm_meminfo(&t, &tm_default_tier_order, TM_MEMINFO_AVAILABLE, 15 * TM_GIB, 16 * TM_GIB, &free, &total);
+    assert_int_equal(free, 0);
+    /* physical keeps reading what HBM has */
+    t.tier[TM_TIER_DDR].used = 0;
+    tm_meminfo(&t, &tm_default_tier_order, TM_MEMINFO_PHYSICAL, 15 * TM_GIB, 16 * TM_GIB, &free, &total);
+    assert_int_equal(free, 0);
 }
 
 /* ---------------------------------------------------------------- rules */

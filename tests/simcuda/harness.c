@@ -422,3 +422,30 @@ double now_ms(void)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
+
+void *create_file_later(void *path)
+{
+    sleep_ms(300);
+    FILE *f = fopen(path, "w");
+    if (f)
+        fclose(f);
+    return NULL;
+}
+
+const char *held_child_path(void)
+{
+    const char *setting = getenv("SIMCUDA_HOLD");
+    const char *colon = setting ? strchr(setting, ':') : NULL;
+    return colon ? colon + 1 : NULL;
+}
+
+void assert_held_child_passes(const char *name, int launch)
+{
+    char dir[] = "/tmp/simcuda-hold.XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char setting[128];
+    snprintf(setting, sizeof setting, "SIMCUDA_HOLD=%d:%s/go", launch, dir);
+    const char *env[] = {setting, NULL};
+    assert_child_passes(name, env);
+    rmdir(dir);
+}

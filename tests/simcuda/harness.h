@@ -185,4 +185,15 @@ uint32_t load_u32(const void *p);
 void sleep_ms(unsigned ms);
 double now_ms(void);
 
+/* A thread's body: creates the file `path` (a char *) 300 ms after it starts, to release
+ * a program held by SIMCUDA_HOLD. */
+void *create_file_later(void *path);
+
+/* In a child: the PATH of its SIMCUDA_HOLD=LAUNCH:PATH, or NULL. */
+const char *held_child_path(void);
+
+/* Runs child case `name` with SIMCUDA_HOLD=LAUNCH:DIR/go in a new directory, and asserts
+ * that it passes. */
+void assert_held_child_passes(const char *name, int launch);
+
 #endif /* TESTS_SIMCUDA_HARNESS_H */

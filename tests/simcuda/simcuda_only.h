@@ -37,5 +37,6 @@ int child_export_trap(void);
 int child_export_unknown_traps(void);
 int child_storage_threads(void);
 int child_gpu_launch_refused(void);
+int child_gpu_launch_held(void);
 
 #endif /* TESTS_SIMCUDA_SIMCUDA_ONLY_H */

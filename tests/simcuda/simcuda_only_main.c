@@ -34,6 +34,7 @@ static const struct child_case child_cases[] = {
     {"export_unknown_traps", child_export_unknown_traps},
     {"storage_threads", child_storage_threads},
     {"gpu_launch_refused", child_gpu_launch_refused},
+    {"gpu_launch_held", child_gpu_launch_held},
 };
 
 int main(int argc, char **argv)

@@ -520,25 +520,14 @@ static void unimplemented_functions_say_so_once(void **state)
  * SIMCUDA_HOLD
  * ==================================================================================== */
 
-static void *create_later(void *path)
-{
-    sleep_ms(300);
-    FILE *f = fopen(path, "w");
-    if (f)
-        fclose(f);
-    return NULL;
-}
-
 /* SIMCUDA_HOLD=2:PATH: the first launch runs at once, the second waits until PATH exists
  * (a thread creates it 300 ms later), then runs as any other. */
 int child_hold_launch(void)
 {
-    const char *setting = getenv("SIMCUDA_HOLD");
-    const char *path = setting ? strchr(setting, ':') : NULL;
+    const char *path = held_child_path();
     CUdevice dev;
     if (!path || child_start(&dev))
         return child_failures + !path;
-    path++;
     struct test_module tm;
     load_test_module(&tm);
     CUdeviceptr out;
@@ -549,7 +538,7 @@ int child_hold_launch(void)
     child_expect_cu(cuLaunchKernel(tm.fill_u32, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL), CUDA_SUCCESS);
     double t1 = now_ms();
     pthread_t thread;
-    child_expect(pthread_create(&thread, NULL, create_later, (void *)path) == 0, "a thread");
+    child_expect(pthread_create(&thread, NULL, create_file_later, (void *)path) == 0, "a thread");
     base = 20;
     child_expect_cu(cuLaunchKernel(tm.fill_u32, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL), CUDA_SUCCESS);
     double t2 = now_ms();
@@ -565,13 +554,7 @@ int child_hold_launch(void)
 static void hold_waits_for_the_file(void **state)
 {
     (void)state;
-    char dir[] = "/tmp/simcuda-hold.XXXXXX";
-    assert_non_null(mkdtemp(dir));
-    char setting[128];
-    snprintf(setting, sizeof setting, "SIMCUDA_HOLD=2:%s/go", dir);
-    const char *env[] = {setting, NULL};
-    assert_child_passes("hold_launch", env);
-    rmdir(dir);
+    assert_held_child_passes("hold_launch", 2);
 }
 
 /* A value that is not LAUNCH:PATH stops cuInit with one line naming SIMCUDA_HOLD. */

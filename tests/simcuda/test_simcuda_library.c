@@ -7,6 +7,7 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -572,6 +573,45 @@ int child_gpu_launch_refused(void)
     return child_failures;
 }
 
+/* SIMCUDA_HOLD=1:PATH holds a launch of GPU code too: the refused launch waits until PATH
+ * exists (a thread creates it 300 ms later), then answers CUDA_ERROR_NO_BINARY_FOR_GPU, so
+ * a test can look at a program that cannot run its kernels once all before them is done. */
+int child_gpu_launch_held(void)
+{
+    const char *path = held_child_path();
+    CUdevice dev;
+    if (!path || child_start(&dev))
+        return child_failures + !path;
+    unsigned char cubin[2048], fatbin[4096];
+    make_fatbin(fatbin, 2, cubin, make_cubin(cubin, gpu_kernels, 2), 0x11, 0);
+    struct wrapper wrapper = { 0x466243B1u, 1, fatbin, NULL };
+    CUlibrary library = NULL;
+    CUkernel kernel = NULL;
+    child_expect_cu(cuLibraryLoadData(&library, &wrapper, NULL, NULL, 0, NULL, NULL, 0), CUDA_SUCCESS);
+    child_expect_cu(cuLibraryGetKernel(&kernel, library, "_Z6kernelPfi"), CUDA_SUCCESS);
+    pthread_t thread;
+    child_expect(pthread_create(&thread, NULL, create_file_later, (void *)path) == 0, "a thread");
+    double t0 = now_ms();
+    child_expect_cu(cuLaunchKernel((CUfunction)kernel, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL),
+                    CUDA_ERROR_NO_BINARY_FOR_GPU);
+    double t1 = now_ms();
+    pthread_join(thread, NULL);
+    child_expect(t1 - t0 >= 250, "the refused launch answered after %.0f ms, before the file appeared", t1 - t0);
+    /* the second launch is not held */
+    child_expect_cu(cuLaunchKernel((CUfunction)kernel, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL),
+                    CUDA_ERROR_NO_BINARY_FOR_GPU);
+    child_expect(now_ms() - t1 < 250, "the second launch waited");
+    child_expect_cu(cuLibraryUnload(library), CUDA_SUCCESS);
+    unlink(path);
+    return child_failures;
+}
+
+static void a_launch_of_gpu_code_is_held(void **state)
+{
+    (void)state;
+    assert_held_child_passes("gpu_launch_held", 1);
+}
+
 static int count_lines(const char *text, const char *line)
 {
     int n = 0;
@@ -607,6 +647,7 @@ int run_simcuda_library_tests(void)
         conformance_test(hostile_images_are_refused),
         conformance_test(the_runtimes_own_loader_makes_modules_of_gpu_code),
         conformance_test(a_refused_kernel_is_named_once),
+        conformance_test(a_launch_of_gpu_code_is_held),
     };
     int failed = cmocka_run_group_tests_name("simcuda libraries and kernels", tests, setup_primary_context,
                                              teardown_primary_context);

@@ -283,7 +283,9 @@ typedef struct sim_state {
     unsigned long long next_id;
     /* bytes moved by copies, by destination and source location */
     uint64_t copy_bytes[SIM_LOC_COUNT][SIM_LOC_COUNT];  /* [dst][src], sim_location */
-    uint64_t launches;
+    uint64_t launches;          /* kernels run */
+    uint64_t launch_calls;      /* launches that got as far as their kernel, refused ones too
+                                 * (what SIMCUDA_HOLD counts) */
     int async_pending;          /* operations queued or running on worker threads */
     int async_blocking_pending; /* of those, on blocking streams (the legacy stream waits) */
     pthread_cond_t async_done;  /* broadcast whenever a queued operation completes */

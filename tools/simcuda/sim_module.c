@@ -747,15 +747,21 @@ static CUresult launch_kernel(CUfunction handle, unsigned gx, unsigned gy, unsig
     const char *name = function ? function->name : NULL;
     const simcuda_params *table = function ? function->params : NULL;
     int abi = function ? function->module->abi : 1;
-    uint64_t number = result == CUDA_SUCCESS ? ++sim.launches : 0;
+    /* A launch of GPU code counts for SIMCUDA_HOLD too: a test holds a program that cannot
+     * run its kernels at its first launch, once everything before it is done. */
+    bool reached = result == CUDA_SUCCESS || result == CUDA_ERROR_NO_BINARY_FOR_GPU;
+    uint64_t call = reached ? ++sim.launch_calls : 0;
+    if (result == CUDA_SUCCESS)
+        ++sim.launches;
     sim_unlock();
+    if (reached)
+        sim_hold_launch(call);
     if (say_refused)
         say_no_host_code(refused_name);
     if (result != CUDA_SUCCESS)
         return result;
     if (extra)
         return sim_not_supported("cuLaunchKernel with the `extra` argument buffer");
-    sim_hold_launch(number);
     simcuda_launch launch = {
         .grid = { gx, gy, gz },
         .block = { bx, by, bz },
