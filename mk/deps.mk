@@ -4,7 +4,7 @@
 DEB_PACKAGES := build-essential pkg-config clang llvm libnuma-dev liburing-dev libcxl-dev \
                 libbpf-dev bpftool uthash-dev libelf-dev zlib1g-dev libcmocka-dev numactl \
                 systemtap-sdt-dev jq gnuplot-nox libmicrohttpd-dev libjansson-dev curl libpcre2-dev \
-                groff-base man-db nettle-dev patchelf prometheus libzstd-dev
+                groff-base man-db nettle-dev patchelf prometheus libzstd-dev valgrind
 
 deps:
 	@missing=$$(for p in $(DEB_PACKAGES); do \

@@ -15,6 +15,7 @@
 #include "preload/heat/heat_launch.h"
 #include "preload/base/log.h"
 #include "preload/move/migrate.h"
+#include "preload/move/stream_trial.h"
 #include "preload/region/stats.h"
 #include "preload/driver/submit_gate.h"
 
@@ -65,6 +66,7 @@ static struct {
     int in_place_next;
     tm_prefetch_order order;
     bool failed;
+    bool measure;                  /* TIERMEM_STREAM=auto: stream only where the trial says it pays */
     ref refs[REFS_MAX];            /* the launch between before and after */
     int ref_count;
     bool overflow;                 /* it referenced more streamable chunks than refs holds */
@@ -133,6 +135,7 @@ void tm_stream_ring_start(tm_device *device, const tm_config *config)
     ring.chunk = device->policy.chunk_size;
     ring.slots = slots;
     ring.have_slots = true;
+    ring.measure = config->stream == TM_STREAM_AUTO;
     tm_info("policy heat: spilled weights stream through a ring of %d HBM chunks (%s)", slots, size);
     set_ready(true);
 }
@@ -141,6 +144,56 @@ int tm_stream_ring_slots(uint64_t asked, uint64_t hbm, uint64_t chunk)
 {
     uint64_t want = chunk ? (asked ? asked : hbm / TM_STREAM_RING_SHARE) / chunk : 0;
     return want < TM_STREAM_SLOTS_MIN ? TM_STREAM_SLOTS_MIN : want > TM_STREAM_SLOTS_MAX ? TM_STREAM_SLOTS_MAX : (int)want;
+}
+
+/* The ring lets go of everything it holds, its chunks back to HBM's pool, and streaming
+ * stops for the run (lock held, in the ring's context, nothing mapped onto a slot). */
+static void give_back(void)
+{
+    for (int s = 0; s < ring.slots; s++) {
+        slot *sl = &ring.slot[s];
+        if (sl->staging)
+            tm_real.cuMemUnmap(sl->staging, ring.chunk);
+        if (sl->filled)
+            tm_real.cuEventDestroy_v2(sl->filled);
+        if (sl->read)
+            tm_real.cuEventDestroy_v2(sl->read);
+        tm_chunk_pool_give(ring.device, TM_TIER_HBM, sl->handle);
+        memset(sl, 0, sizeof *sl);
+    }
+    for (int i = 0; i < IN_PLACE_EVENTS; i++)
+        if (ring.in_place[i].done)
+            tm_real.cuEventDestroy_v2(ring.in_place[i].done);
+    if (ring.staging)
+        tm_release_call(tm_real.cuMemAddressFree(ring.staging, (uint64_t)ring.slots * ring.chunk));
+    if (ring.stream)
+        tm_real.cuStreamDestroy_v2(ring.stream);
+    ring.staging = 0;
+    ring.stream = NULL;
+    ring.have_slots = false;
+    ring.failed = true;
+    set_ready(false);
+}
+
+/* TIERMEM_STREAM=auto: one remap and one copy of a chunk, timed; where two remaps cost more
+ * than the copy saves over reading in place, the ring gives its HBM back (true: it did). */
+static bool decline_if_it_does_not_pay(void)
+{
+    tm_stream_trial trial;
+    bool measured = tm_stream_trial_run(ring.slot[0].staging, ring.slot[0].handle, ring.chunk,
+                                        ring.device->target.device, ring.stream, &trial);
+    if (measured && tm_stream_trial_pays(&trial))
+        return false;
+    if (measured)
+        tm_info("policy heat: spilled chunks are read in place, not streamed: a remap costs %.1f us, two a chunk, "
+                "against the %.1f us its copy saves over reading it in place (its copy takes %.1f us); the ring's %d "
+                "HBM chunks go back (TIERMEM_STREAM=on streams anyway)",
+                (double)trial.remap_ns / 1e3, tm_stream_trial_saved_ns(&trial) / 1e3,
+                (double)trial.copy_ns / 1e3, ring.slots);
+    else
+        tm_info("policy heat: spilled chunks are read in place, not streamed: timing a remap failed");
+    give_back();
+    return true;
 }
 
 /* The stream, events and staging range, in the context of the first spilled launch. */
@@ -174,6 +227,8 @@ static bool set_up_in(CUcontext ctx)
     for (int i = 0; i < IN_PLACE_EVENTS; i++)
         if (tm_real.cuEventCreate(&ring.in_place[i].done, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS)
             return false;
+    if (ring.measure)
+        decline_if_it_does_not_pay();
     return true;
 }
 

@@ -16,6 +16,7 @@
 
 #include "policy/units.h"
 #include "preload/driver/driver.h"
+#include "preload/tiers/available.h"
 #include "preload/base/libc_real.h"
 #include "preload/base/log.h"
 
@@ -46,10 +47,15 @@ static bool node_has_cpus(int node)
     return any;
 }
 
-/* Half of what the node has free now (of the host's available memory when the node is
- * not known here, as for a node the driver emulates). */
+/* Half of what the node can give now: its share of MemAvailable, so that the page cache
+ * (a model file just read) never shrinks the tier (of the host's MemAvailable when the
+ * node is not known here, as for a node the driver emulates). Where /proc and sysfs say
+ * nothing, half of what the node has free. */
 static uint64_t default_node_limit(int node)
 {
+    uint64_t available = node_known(node) ? tm_node_available(node, numa_max_node(), node_known) : tm_host_available();
+    if (available > 0)
+        return available / 2;
     long long free_bytes = 0;
     if (node_known(node) && numa_node_size64(node, &free_bytes) > 0 && free_bytes > 0)
         return (uint64_t)free_bytes / 2;

@@ -6,7 +6,9 @@
 # logits bit for bit (every weight byte every kernel read, checked); a driver call failed
 # mid-stream stops streaming with one line and the same tokens; a weight of several chunks
 # streams whole; the ring's size follows HBM or TIERMEM_STREAM_RING; nothing streams when the model fits, when the ring would be a large share
-# of HBM (TIERMEM_STREAM=auto) or with TIERMEM_STREAM=off.
+# of HBM (TIERMEM_STREAM=auto) or with TIERMEM_STREAM=off; under `auto` the ring gives its
+# HBM back where a remap costs more than streaming a chunk saves (the profile's VMM costs),
+# and streams where remaps are cheap.
 source "$(dirname "$0")/../lib/tap.sh"
 
 llm=$B/bin/tiermem-llm
@@ -128,4 +130,26 @@ check "TIERMEM_STREAM=off: one line says spilled chunks are read in place" \
   grep -q '^tiermem: policy heat: spilled chunks are read in place, not streamed (TIERMEM_STREAM=off)' "$T/off.err"
 check_eq "TIERMEM_STREAM=off: the same tokens, no stream line" \
   "$(ids "$T/off.err") $(grep -c 'exit: stream:' "$T/off.err")" "$(ids "$T/ref-f32.err") 0"
+
+# TIERMEM_STREAM=auto where the ring is a small share of HBM: 124 MiB of weights on a 72 MiB
+# device. At the profile's VMM costs two remaps (126 us) cost more than a chunk's copy saves
+# over reading it in place (20 us): the ring times one of each, gives its chunks back and
+# spilled chunks are read in place. With the VMM calls made free, it streams.
+"$B/bin/tiermem-mkmodel" -o "$T/big.gguf" --layers 36 --dim 256 --heads 4 --kv-heads 1 --ffn 768 --type f32 \
+  > /dev/null 2>&1
+SIMCUDA_MEM=1G "$llm" -m "$T/big.gguf" -p "Once upon a time" -n 6 --kv-dtype f16 --kv-blocks 16 -v \
+  > /dev/null 2> "$T/big-ref.err"
+env SIMCUDA_MEM=72M SIMCUDA_HOST_TIME=0 "${heat[@]}" "$llm" -m "$T/big.gguf" -p "Once upon a time" -n 6 \
+  --kv-dtype f16 --kv-blocks 16 -v > /dev/null 2> "$T/auto-costs.err"
+check "TIERMEM_STREAM=auto at the profile's costs: one line gives the remap's cost against the copy's saving" \
+  grep -q '^tiermem: policy heat: spilled chunks are read in place, not streamed: a remap costs 63.0 us, two a chunk, against the 19.7 us its copy saves over reading it in place (its copy takes 45.9 us); the ring.s 2 HBM chunks go back' "$T/auto-costs.err"
+check_eq "  the same tokens, no stream exit line" \
+  "$(ids "$T/auto-costs.err") $(grep -c 'exit: stream:' "$T/auto-costs.err")" "$(ids "$T/big-ref.err") 0"
+free_vmm=(SIMCUDA_MAP_US=0 SIMCUDA_MAP_2M_US=0 SIMCUDA_UNMAP_US=0 SIMCUDA_UNMAP_2M_US=0 SIMCUDA_SET_ACCESS_US=0
+  SIMCUDA_SET_ACCESS_2M_US=0)
+env SIMCUDA_MEM=72M SIMCUDA_HOST_TIME=0 "${free_vmm[@]}" "${heat[@]}" "$llm" -m "$T/big.gguf" \
+  -p "Once upon a time" -n 6 --kv-dtype f16 --kv-blocks 16 -v > /dev/null 2> "$T/auto-free.err"
+check "TIERMEM_STREAM=auto with free remaps: it streams ($(streamed "$T/auto-free.err") chunks)" \
+  test "$(streamed "$T/auto-free.err")" -gt 0
+check_eq "  the same tokens" "$(ids "$T/auto-free.err")" "$(ids "$T/big-ref.err")"
 done_testing

@@ -29,6 +29,8 @@ int child_time_copy_engines(void);
 int child_time_kernel_roofline(void);
 int child_time_host_clock(void);
 int child_time_abi1(void);
+int child_time_vmm(void);
+int child_time_copy_setup(void);
 int child_managed_api(void);
 int child_managed_sweeps(void);
 int child_ipc_export_and_exit(void);

@@ -26,6 +26,8 @@ static const struct child_case child_cases[] = {
     {"time_kernel_roofline", child_time_kernel_roofline},
     {"time_host_clock", child_time_host_clock},
     {"time_abi1", child_time_abi1},
+    {"time_vmm", child_time_vmm},
+    {"time_copy_setup", child_time_copy_setup},
     {"managed_api", child_managed_api},
     {"managed_sweeps", child_managed_sweeps},
     {"ipc_export_and_exit", child_ipc_export_and_exit},

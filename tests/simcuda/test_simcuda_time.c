@@ -1,7 +1,9 @@
 /* test_simcuda_time.c — simcuda's time model: copies cost bytes over the path's rate,
  * kernels the roofline of what they declare per memory location, copy engines are shared
  * per direction, events and synchronisation carry simulated time, profiles and overrides
- * apply, and ABI 1 modules are charged the launch overhead only.
+ * apply, ABI 1 modules are charged the launch overhead only, VMM calls cost the host what
+ * the profile says and unmaps wait for the work on their range, and queued copies overlap
+ * their set-up.
  *
  * Every case runs in a process of its own with SIMCUDA_HOST_TIME=0 (host code costs no
  * simulated time), so the expected figures follow from the profile alone: each is
@@ -29,6 +31,11 @@
 #define HOST_LATENCY_US 1.0
 #define LAUNCH_US 3.0
 #define COPY_US 4.0
+/* VMM calls, per call and per 2 MiB (sim_profile.c; their sums are kvcached's A100 means) */
+#define UNMAP_US (22.0 + 3.6)
+#define MAP_US (1.0 + 0.45)
+#define SET_ACCESS_US (32.0 + 4.0)
+#define CREATE_US (7.6 + 185.7)
 
 /* ---------------------------------------------------------------- child helpers */
 
@@ -349,6 +356,122 @@ static void abi1_modules_are_charged_launch_overhead(void **state)
     }
 }
 
+/* ---------------------------------------------------------------- VMM calls */
+
+static CUmemGenericAllocationHandle device_chunk(size_t bytes)
+{
+    CUmemAllocationProp prop;
+    memset(&prop, 0, sizeof prop);
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = 0;
+    CUmemGenericAllocationHandle handle = 0;
+    child_expect_cu(cuMemCreate(&handle, bytes, &prop, 0), CUDA_SUCCESS);
+    return handle;
+}
+
+static void map_readable(CUdeviceptr va, size_t bytes, CUmemGenericAllocationHandle handle)
+{
+    CUmemAccessDesc access = {{CU_MEM_LOCATION_TYPE_DEVICE, 0}, CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+    child_expect_cu(cuMemMap(va, bytes, 0, handle, 0), CUDA_SUCCESS);
+    child_expect_cu(cuMemSetAccess(va, bytes, &access, 1), CUDA_SUCCESS);
+}
+
+/* 64 remaps of one 2 MiB chunk (unmap, map, set access) between two events on an idle
+ * stream take 64 times what the three calls cost the host; a cuMemCreate between two
+ * events its cost. An unmap waits for a kernel still reading its range, and returns
+ * after its own cost only when the kernel reads another range. */
+int child_time_vmm(void)
+{
+    CUcontext ctx;
+    if (time_start(&ctx))
+        return child_failures;
+    CUstream idle;
+    child_expect_cu(cuStreamCreate(&idle, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    size_t chunk = 2 * MIB;
+    CUdeviceptr va = 0;
+    child_expect_cu(cuMemAddressReserve(&va, 2 * chunk, 0, 0, 0), CUDA_SUCCESS);
+    CUevent a = new_event(), b = new_event();
+    child_expect_cu(cuEventRecord(a, idle), CUDA_SUCCESS);
+    CUmemGenericAllocationHandle first = device_chunk(chunk);
+    child_expect_cu(cuEventRecord(b, idle), CUDA_SUCCESS);
+    expect_close(elapsed_ms(a, b), CREATE_US / 1e3, "one cuMemCreate of 2 MiB");
+    CUmemGenericAllocationHandle second = device_chunk(chunk);
+    map_readable(va, chunk, first);
+    map_readable(va + chunk, chunk, second);
+
+    child_expect_cu(cuEventRecord(a, idle), CUDA_SUCCESS);
+    for (int i = 0; i < 64; i++) {
+        child_expect_cu(cuMemUnmap(va, chunk), CUDA_SUCCESS);
+        map_readable(va, chunk, i % 2 ? first : second);
+    }
+    child_expect_cu(cuEventRecord(b, idle), CUDA_SUCCESS);
+    double remap = UNMAP_US + MAP_US + SET_ACCESS_US;
+    expect_close(elapsed_ms(a, b), 64 * remap / 1e3, "64 remaps of a 2 MiB chunk");
+
+    /* a kernel of 10 ms (its FLOPs) reads the first chunk */
+    CUmodule module;
+    CUfunction touch = load_touch(&module);
+    CUdeviceptr start = va;
+    uint64_t bytes = chunk;
+    int32_t is_write = 0;
+    double flops = 60e12 * 0.01;
+    void *params[] = {&start, &bytes, &is_write, &flops};
+    child_expect_cu(cuEventRecord(a, idle), CUDA_SUCCESS);
+    child_expect_cu(cuLaunchKernel(touch, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL), CUDA_SUCCESS);
+    child_expect_cu(cuMemUnmap(va + chunk, chunk), CUDA_SUCCESS);
+    child_expect_cu(cuEventRecord(b, idle), CUDA_SUCCESS);
+    expect_close(elapsed_ms(a, b), UNMAP_US / 1e3, "unmap of a range no work reads");
+    child_expect_cu(cuEventRecord(a, idle), CUDA_SUCCESS);
+    child_expect_cu(cuMemUnmap(va, chunk), CUDA_SUCCESS);
+    child_expect_cu(cuEventRecord(b, idle), CUDA_SUCCESS);
+    /* a was recorded one unmap after the launch: the kernel's end, then this unmap's cost */
+    expect_close(elapsed_ms(a, b), LAUNCH_US / 1e3 + 10.0, "unmap of a range a kernel still reads");
+    child_expect_cu(cuMemRelease(first), CUDA_SUCCESS);
+    child_expect_cu(cuMemRelease(second), CUDA_SUCCESS);
+    child_expect_cu(cuMemAddressFree(va, 2 * chunk), CUDA_SUCCESS);
+    return child_failures;
+}
+
+static void vmm_calls_cost_host_time(void **state)
+{
+    (void)state;
+    const char *env[] = {"SIMCUDA_HOST_TIME=0", NULL};
+    assert_child_passes("time_vmm", env);
+    const char *async[] = {"SIMCUDA_HOST_TIME=0", "SIMCUDA_ASYNC=1", NULL};
+    assert_child_passes("time_vmm", async);
+}
+
+/* Eight 2 MiB copies queued on one stream pay one set-up: the others overlap the copies
+ * before them. */
+int child_time_copy_setup(void)
+{
+    CUcontext ctx;
+    if (time_start(&ctx))
+        return child_failures;
+    size_t bytes = 2 * MIB;
+    CUdeviceptr d = 0;
+    void *h = NULL;
+    child_expect_cu(cuMemAlloc(&d, 8 * bytes), CUDA_SUCCESS);
+    child_expect_cu(cuMemAllocHost(&h, 8 * bytes), CUDA_SUCCESS);
+    CUstream stream;
+    child_expect_cu(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    CUevent a = new_event(), b = new_event();
+    child_expect_cu(cuEventRecord(a, stream), CUDA_SUCCESS);
+    for (int i = 0; i < 8; i++)
+        child_expect_cu(cuMemcpyHtoDAsync(d + i * bytes, (char *)h + i * bytes, bytes, stream), CUDA_SUCCESS);
+    child_expect_cu(cuEventRecord(b, stream), CUDA_SUCCESS);
+    expect_close(elapsed_ms(a, b), COPY_US / 1e3 + ms_for(8.0 * bytes, LINK_GBPS), "eight queued 2 MiB copies");
+    return child_failures;
+}
+
+static void queued_copies_overlap_their_set_up(void **state)
+{
+    (void)state;
+    const char *env[] = {"SIMCUDA_HOST_TIME=0", NULL};
+    assert_child_passes("time_copy_setup", env);
+}
+
 /* A profile that does not exist or a parameter that is not a number stops cuInit with one
  * line naming the variable. */
 static void bad_time_settings_are_reported(void **state)
@@ -379,6 +502,8 @@ int run_simcuda_time_tests(void)
         conformance_test(kernels_are_charged_their_roofline),
         conformance_test(synchronisation_moves_the_host_clock),
         conformance_test(abi1_modules_are_charged_launch_overhead),
+        conformance_test(vmm_calls_cost_host_time),
+        conformance_test(queued_copies_overlap_their_set_up),
         conformance_test(bad_time_settings_are_reported),
     };
     return cmocka_run_group_tests_name("simcuda time model (fresh processes)", tests, NULL, NULL);

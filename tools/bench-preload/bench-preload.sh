@@ -44,3 +44,23 @@ awk -v a="$off" -v b="$on" 'BEGIN {
 echo "goal: under 50 ns added to a copy of an unlabelled buffer by provenance: $(value "$registry" \
   unlabelled_no_ranges) ns with no file range recorded, $(value "$registry" unlabelled_513_ranges) ns among 513" \
   "(a model mapping and 512 read buffers; a labelled source is found in $(value "$registry" labelled_513_ranges) ns)"
+# Instructions per launch, counted by callgrind (stable where wall time is not): runs of
+# 2000 and 12000 launches with 4 pointers, their difference over 10000, without and with
+# the interposer (heat on, and TIERMEM_HEAT=off).
+instructions() { # ENV... -> instructions of `bench --launches N` for N=2000 and 12000, per launch
+  local lo hi
+  lo=$(env "$@" valgrind --tool=callgrind --callgrind-out-file=/dev/null "$bench" --launches 2000 2>&1 |
+    sed -n 's/.*Collected : \([0-9]*\).*/\1/p')
+  hi=$(env "$@" valgrind --tool=callgrind --callgrind-out-file=/dev/null "$bench" --launches 12000 2>&1 |
+    sed -n 's/.*Collected : \([0-9]*\).*/\1/p')
+  awk -v a="$lo" -v b="$hi" 'BEGIN { if (a > 0 && b > a) printf "%.0f", (b - a) / 10000; else print "n/a" }'
+}
+if command -v valgrind >/dev/null && [ "${SAN:-0}" != 1 ]; then
+  i_without=$(instructions LD_PRELOAD=) i_with=$(instructions LD_PRELOAD="$preload")
+  i_off=$(instructions LD_PRELOAD="$preload" TIERMEM_HEAT=off)
+  awk -v a="$i_without" -v b="$i_with" -v c="$i_off" 'BEGIN {
+    printf "instructions per cuLaunchKernel with 4 pointers (callgrind): without %s, with %s (added %s), with TIERMEM_HEAT=off %s (added %s)\n",
+      a, b, (a + 0 > 0 && b + 0 > 0) ? b - a : "n/a", c, (a + 0 > 0 && c + 0 > 0) ? c - a : "n/a" }'
+else
+  echo "instructions per launch: not counted (valgrind is not installed, or SAN=1)"
+fi

@@ -15,7 +15,9 @@
  * and at 100 000 live records ("registry_10", "registry_100000"). With --rate N SECONDS it
  * launches the touch4 kernel N times a second for SECONDS (a steady load for a collector
  * to watch) and prints "rate LAUNCHES_PER_SECOND" and "launch_touch4 NS" (its launch cost).
- * --version prints the version. */
+ * With --launches N it only sets up and makes N launches of the empty kernel with the 4
+ * pointers and 2 integers of launch_params (for an instruction count: bench-preload.sh runs
+ * it under callgrind at two N, so that set-up cancels out). --version prints the version. */
 #include <cuda.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -192,6 +194,7 @@ int main(int argc, char **argv)
         return 0;
     }
     bool rate_mode = argc == 4 && strcmp(argv[1], "--rate") == 0;
+    long count_launches = argc == 3 && strcmp(argv[1], "--launches") == 0 ? atol(argv[2]) : -1;
     CUdevice device;
     CUcontext ctx;
     CUmodule module;
@@ -204,6 +207,18 @@ int main(int argc, char **argv)
     CHECK(cuModuleGetFunction(&noop, module, "noop"));
     if (rate_mode) {
         bench_rate(module, atof(argv[2]), atof(argv[3]));
+        return 0;
+    }
+    if (count_launches >= 0) {
+        CUdeviceptr a, b;
+        CHECK(cuMemAlloc(&a, 8 << 20));
+        CHECK(cuMemAlloc(&b, 8 << 20));
+        struct { CUdeviceptr out, in, table, rows; int n, dim; } args = { a, b, a + (3 << 20), b + 4096, 64, 4096 };
+        void *params[] = { &args.out, &args.in, &args.table, &args.rows, &args.n, &args.dim };
+        for (long i = 0; i < count_launches; i++)
+            CHECK(cuLaunchKernel(noop, 64, 1, 1, 256, 1, 1, 0, NULL, params, NULL));
+        CHECK(cuMemFree(a));
+        CHECK(cuMemFree(b));
         return 0;
     }
 

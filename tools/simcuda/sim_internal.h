@@ -240,6 +240,7 @@ typedef struct sim_region {
     sim_phys *phys;         /* mappings: the physical allocation */
     CUmemAccess_flags access;  /* mappings: the most any device has (the host view's protection) */
     CUmemAccess_flags access_by[SIM_MAX_DEVICES]; /* mappings: each device's access */
+    double busy_until_ns;   /* mappings: when the last work submitted that touched it ends */
     unsigned long long id;  /* CU_POINTER_ATTRIBUTE_BUFFER_ID */
     int mapping_count;      /* reservations: live mappings inside */
     bool ipc_exported;      /* exported with cuIpcGetMemHandle: a memfd backs it now */

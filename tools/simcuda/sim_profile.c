@@ -35,6 +35,19 @@
  *                   14.7 GB/s, Crucial T705: 14.5 GB/s, vendor datasheets); all three
  *                   profiles are PCIe 5 hosts. A PCIe 4 x4 drive reads 7 GB/s (Samsung 990
  *                   PRO: 7.45 GB/s): SIMCUDA_NVME_GBPS=7.
+ *   create_us, ...  the VMM calls, host time per call (*_US) and per 2 MiB of the call's
+ *   *_2m_us         size (*_2M_US). kvcached's VMM benchmark (benchmarks/bench_vmm, A100,
+ *                   one thread, 4096 calls of one 2 MiB page each, averages) measured
+ *                   cuMemCreate 193.32 us, cuMemMap 1.45, cuMemSetAccess 35.99, cuMemUnmap
+ *                   25.63: each pair here sums to that figure. No such figures are
+ *                   published for H100, H200 or GH200; all three profiles take the A100's.
+ *                   The split between call and size is an estimate: set-access and unmap
+ *                   pay a TLB invalidation and an ordering point once per call and write
+ *                   one page-table entry per 2 MiB (about a ninth of the time); cuMemCreate
+ *                   pays per page for finding and clearing memory, its per-call floor the
+ *                   7.58 us the same benchmark measured on another GPU; cuMemMap only
+ *                   records the range. cuMemRelease is not in the benchmark: estimated at
+ *                   half of cuMemUnmap, per call.
  */
 #include <errno.h>
 #include <stdio.h>

@@ -32,7 +32,15 @@ static struct {
     uint64_t v1_launches;
     uint64_t declared_launches;
     uint64_t storage_bytes;     /* read from storage (simcuda_storage_read) */
+    double untracked_busy_ns;   /* the latest end of work whose ranges were too many to keep */
+    uint64_t vmm_calls[SIM_VMM_CALL_COUNT];
+    double vmm_ns[SIM_VMM_CALL_COUNT];          /* host time the calls cost */
+    double vmm_wait_ns[SIM_VMM_CALL_COUNT];     /* host time they waited for work on their range */
 } tm;
+
+static const char *const vmm_call_names[SIM_VMM_CALL_COUNT] = {
+    "cuMemCreate", "cuMemRelease", "cuMemMap", "cuMemUnmap", "cuMemSetAccess",
+};
 
 /* ---------------------------------------------------------------- locations */
 
@@ -67,12 +75,36 @@ sim_location sim_location_at(uintptr_t address, uint64_t *run)
     }
 }
 
+/* Keeps [address, address + bytes) among the ranges *cost touched, merged with the last
+ * one when they meet. */
+static void cost_keep_range(sim_cost *cost, uintptr_t address, uint64_t bytes)
+{
+    if (cost->range_count > 0) {
+        uintptr_t base = cost->ranges[cost->range_count - 1].base;
+        uint64_t *last = &cost->ranges[cost->range_count - 1].bytes;
+        if (address >= base && address <= base + *last) {
+            if (address + bytes > base + *last)
+                *last = address + bytes - base;
+            return;
+        }
+    }
+    if (cost->range_count == SIM_COST_RANGES) {
+        cost->ranges_overflow = true;
+        return;
+    }
+    cost->ranges[cost->range_count].base = address;
+    cost->ranges[cost->range_count].bytes = bytes;
+    cost->range_count++;
+}
+
 void sim_cost_range(sim_cost *cost, uintptr_t address, uint64_t bytes, bool is_write)
 {
     while (bytes > 0) {
         uint64_t run;
         sim_location where = sim_location_at(address, &run);
         uint64_t piece = run < bytes ? run : bytes;
+        if (where == SIM_LOC_DEVICE || where == SIM_LOC_HOST_NUMA || where == SIM_LOC_CXL)
+            cost_keep_range(cost, address, piece);
         sim_uvm_cost faulted = { 0 };
         if (where == SIM_LOC_MANAGED && sim_managed_device_access(address, piece, is_write, &faulted)) {
             uint64_t *side = is_write ? cost->written : cost->read;
@@ -177,6 +209,84 @@ double sim_time_occupy(sim_resource which, double earliest, double ns)
     return r->free_ns;
 }
 
+/* ---------------------------------------------------------------- work in flight on mappings */
+
+/* Calls visit for every VMM mapping overlapping [address, address + bytes). Mappings start
+ * at multiples of the granularity, so a gap is skipped a granule at a time. */
+static void each_mapping(uintptr_t address, uint64_t bytes, void (*visit)(sim_region *mapping, void *arg),
+                         void *arg)
+{
+    uintptr_t end = address + bytes < address ? UINTPTR_MAX : address + bytes;
+    for (uintptr_t at = address; at < end;) {
+        sim_region *region = sim_region_find(TREE_REGIONS, at);
+        uintptr_t next;
+        if (region) {
+            if (region->kind == REGION_MAPPING)
+                visit(region, arg);
+            next = region->base + region->backing_size;
+        } else {
+            next = (at / SIM_GRANULARITY + 1) * SIM_GRANULARITY;
+        }
+        if (next <= at)
+            break;
+        at = next;
+    }
+}
+
+static void mark_busy(sim_region *mapping, void *arg)
+{
+    mapping->busy_until_ns = fmax(mapping->busy_until_ns, *(const double *)arg);
+}
+
+static void latest_busy(sim_region *mapping, void *arg)
+{
+    double *latest = arg;
+    *latest = fmax(*latest, mapping->busy_until_ns);
+}
+
+/* Work that touched [address, address + bytes) ends at `end`. */
+static void range_busy_until(uintptr_t address, uint64_t bytes, double end)
+{
+    each_mapping(address, bytes, mark_busy, &end);
+}
+
+double sim_time_range_busy(uintptr_t address, uint64_t bytes)
+{
+    double latest = tm.untracked_busy_ns;
+    each_mapping(address, bytes, latest_busy, &latest);
+    return latest;
+}
+
+/* ---------------------------------------------------------------- VMM calls */
+
+double sim_time_vmm_cost(sim_vmm_call call, uint64_t bytes)
+{
+    const sim_profile *p = &sim.config.profile;
+    double units = (double)((bytes + SIM_GRANULARITY - 1) / SIM_GRANULARITY);
+    double us = 0;
+    switch (call) {
+    case SIM_VMM_CREATE: us = p->create_us + units * p->create_2m_us; break;
+    case SIM_VMM_RELEASE: us = p->release_us + units * p->release_2m_us; break;
+    case SIM_VMM_MAP: us = p->map_us + units * p->map_2m_us; break;
+    case SIM_VMM_UNMAP: us = p->unmap_us + units * p->unmap_2m_us; break;
+    case SIM_VMM_SET_ACCESS: us = p->set_access_us + units * p->set_access_2m_us; break;
+    case SIM_VMM_CALL_COUNT: break;
+    }
+    return us * 1e3;
+}
+
+void sim_time_vmm(sim_vmm_call call, uint64_t bytes, double wait_until)
+{
+    double now = sim_time_host_enter();
+    double start = fmax(now, wait_until);
+    double cost = sim_time_vmm_cost(call, bytes);
+    sim_time_host_wait(start + cost);
+    sim_time_host_leave();
+    tm.vmm_calls[call]++;
+    tm.vmm_ns[call] += cost;
+    tm.vmm_wait_ns[call] += start - now;
+}
+
 /* ---------------------------------------------------------------- copies */
 
 static bool device_side(sim_location where)
@@ -225,8 +335,13 @@ static double copy_piece(double earliest, sim_location dst, sim_location src, ui
 
 double sim_time_copy(sim_stream *stream, double submitted, uintptr_t dst, uintptr_t src, uint64_t bytes)
 {
-    double start = sim_time_ready(stream, submitted) + sim.config.profile.copy_us * 1e3;
+    /* The set-up starts when the copy is submitted, so behind work queued before it, it
+     * overlaps that work, as a copy engine pipelines queued copies; on an idle stream it is
+     * paid in full. */
+    double start = fmax(sim_time_ready(stream, submitted), submitted + sim.config.profile.copy_us * 1e3);
     double end = start;
+    uintptr_t dst_start = dst, src_start = src;
+    uint64_t total = bytes;
     /* Pieces run one after the other: one copy engine per direction. */
     while (bytes > 0) {
         uint64_t dst_run, src_run;
@@ -247,6 +362,8 @@ double sim_time_copy(sim_stream *stream, double submitted, uintptr_t dst, uintpt
         src += piece;
         bytes -= piece;
     }
+    range_busy_until(dst_start, total, end);
+    range_busy_until(src_start, total, end);
     sim_time_advance(stream, end);
     return end;
 }
@@ -295,7 +412,12 @@ double sim_time_kernel(sim_stream *stream, double submitted, const sim_cost *cos
         /* Host memory streams over the link once its first access latency is paid. */
         end = fmax(end, sim_time_occupy(SIM_RES_LINK_H2D, start + latency, in));
         end = fmax(end, sim_time_occupy(SIM_RES_LINK_D2H, start + latency, out));
+        for (int i = 0; i < cost->range_count; i++)
+            range_busy_until(cost->ranges[i].base, cost->ranges[i].bytes, end);
     }
+    /* work that did not say what it touched, or touched too many ranges, may be on any */
+    if (!cost || !cost->declared || cost->ranges_overflow)
+        tm.untracked_busy_ns = fmax(tm.untracked_busy_ns, end);
     sim_time_advance(stream, end);
     return end;
 }
@@ -334,6 +456,11 @@ void sim_time_summary(void)
     if (tm.v1_launches)
         sim_info("exit: %llu kernel launches of ABI 1 modules were charged the launch overhead only (they declare "
                  "nothing they touch)", (unsigned long long)tm.v1_launches);
+    for (int c = 0; c < SIM_VMM_CALL_COUNT; c++)
+        if (tm.vmm_calls[c])
+            sim_info("exit: %llu %s calls cost the host %.3f ms, and %.3f ms more waiting for work on their ranges",
+                     (unsigned long long)tm.vmm_calls[c], vmm_call_names[c], tm.vmm_ns[c] / 1e6,
+                     tm.vmm_wait_ns[c] / 1e6);
     if (tm.storage_bytes)
         sim_info("exit: read %llu bytes from storage at %g GB/s", (unsigned long long)tm.storage_bytes, p->nvme_gbps);
 }

@@ -46,7 +46,17 @@ struct sim_stream;
     X(tflops, "TFLOPS", 60, 67, 51)                            \
     X(launch_us, "LAUNCH_US", 3, 3, 3)                         \
     X(copy_us, "COPY_US", 4, 4, 4)                             \
-    X(nvme_gbps, "NVME_GBPS", 14, 14, 14)
+    X(nvme_gbps, "NVME_GBPS", 14, 14, 14)                      \
+    X(create_us, "CREATE_US", 7.6, 7.6, 7.6)                   \
+    X(create_2m_us, "CREATE_2M_US", 185.7, 185.7, 185.7)       \
+    X(release_us, "RELEASE_US", 12.8, 12.8, 12.8)              \
+    X(release_2m_us, "RELEASE_2M_US", 0, 0, 0)                 \
+    X(map_us, "MAP_US", 1.0, 1.0, 1.0)                         \
+    X(map_2m_us, "MAP_2M_US", 0.45, 0.45, 0.45)                \
+    X(unmap_us, "UNMAP_US", 22, 22, 22)                        \
+    X(unmap_2m_us, "UNMAP_2M_US", 3.6, 3.6, 3.6)               \
+    X(set_access_us, "SET_ACCESS_US", 32, 32, 32)              \
+    X(set_access_2m_us, "SET_ACCESS_2M_US", 4, 4, 4)
 
 typedef struct sim_profile {
     const char *name;
@@ -80,12 +90,20 @@ sim_location sim_location_at(uintptr_t address, uint64_t *run);
 
 /* ---------------------------------------------------------------- what work touches */
 
+enum { SIM_COST_RANGES = 32 };
+
 /* The bytes a kernel or memset touched, per location. */
 typedef struct sim_cost {
     uint64_t read[SIM_LOC_COUNT];
     uint64_t written[SIM_LOC_COUNT];
     double flops;
     bool declared;          /* an ABI 2 kernel: the ranges are what it touched */
+    /* the ranges of device-side and HOST_NUMA memory it touched, merged where they meet,
+     * so that an unmap of a range waits for the work on it; past SIM_COST_RANGES the work
+     * counts as touching every mapping */
+    struct { uintptr_t base; uint64_t bytes; } ranges[SIM_COST_RANGES];
+    int range_count;
+    bool ranges_overflow;
     sim_uvm_cost managed;   /* what managed ranges cost in faults and migrations */
 } sim_cost;
 
@@ -145,6 +163,29 @@ double sim_time_kernel(struct sim_stream *stream, double submitted, const sim_co
  * work that faulted waits for all of it (batches are serviced one after the other).
  * Returns when the service ends. */
 double sim_time_managed(double start, const sim_uvm_cost *cost);
+
+/* ---------------------------------------------------------------- VMM calls */
+
+/* The VMM calls the profile charges host time for: each costs its per-call value plus its
+ * per-2 MiB value times the 2 MiB units of its size (sim_profile.c gives the sources). */
+typedef enum sim_vmm_call {
+    SIM_VMM_CREATE,
+    SIM_VMM_RELEASE,
+    SIM_VMM_MAP,
+    SIM_VMM_UNMAP,
+    SIM_VMM_SET_ACCESS,
+    SIM_VMM_CALL_COUNT
+} sim_vmm_call;
+
+/* What one call of `call` over `bytes` costs the host, in simulated ns. */
+double sim_time_vmm_cost(sim_vmm_call call, uint64_t bytes);
+/* The host spends a VMM call: it waits until `wait_until` (work in flight on the range,
+ * or 0), then for the call's cost. Charged whatever SIMCUDA_HOST_TIME says: it is time
+ * the driver takes, not host code. */
+void sim_time_vmm(sim_vmm_call call, uint64_t bytes, double wait_until);
+/* When the last work submitted that touched a VMM mapping in [address, address + bytes)
+ * ends (0 when none did). */
+double sim_time_range_busy(uintptr_t address, uint64_t bytes);
 
 /* Lines for the SIMCUDA_LOG=info exit summary. */
 void sim_time_summary(void);

@@ -210,6 +210,7 @@ SIM_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t siz
         bind_to_node(phys->fd, size, prop->location.id);
     sim_lock();
     sim_object_add(&phys->obj, SIM_PHYS);
+    sim_time_vmm(SIM_VMM_CREATE, size, 0);
     sim_unlock();
     *handle = (CUmemGenericAllocationHandle)(uintptr_t)phys;
     return CUDA_SUCCESS;
@@ -245,6 +246,7 @@ SIM_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
     if (!phys || phys->handle_refs == 0) {
         result = CUDA_ERROR_INVALID_VALUE;
     } else {
+        sim_time_vmm(SIM_VMM_RELEASE, phys->size, 0);
         phys->handle_refs--;
         phys_maybe_destroy(phys);
     }
@@ -379,6 +381,7 @@ SIM_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemG
         phys->mapping_refs++;
         reservation->mapping_count++;
         mapping = NULL;
+        sim_time_vmm(SIM_VMM_MAP, size, 0);
     }
     sim_unlock();
     free(mapping);
@@ -418,6 +421,9 @@ SIM_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
     sim_async_wait_all(); /* queued work may still read the mapping (SIMCUDA_ASYNC) */
     int count;
     result = whole_mappings((uintptr_t)ptr, size, NULL, &count);
+    /* As on a GPU, the unmap waits for the work submitted on the range. */
+    if (result == CUDA_SUCCESS)
+        sim_time_vmm(SIM_VMM_UNMAP, size, sim_time_range_busy((uintptr_t)ptr, size));
     for (uintptr_t at = ptr; result == CUDA_SUCCESS && at < (uintptr_t)ptr + size;) {
         sim_region *mapping = sim_region_find(TREE_REGIONS, at);
         sim_region *reservation = sim_region_find(TREE_RESERVATIONS, at);
@@ -493,6 +499,9 @@ SIM_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAcce
                     mapping->access_by[d] = device_access[d];
         }
     }
+    /* Changing access waits for the work submitted on the range, as unmapping does. */
+    if (result == CUDA_SUCCESS)
+        sim_time_vmm(SIM_VMM_SET_ACCESS, size, sim_time_range_busy((uintptr_t)ptr, size));
     sim_unlock();
     return result;
 }
