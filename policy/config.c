@@ -412,3 +412,19 @@ const char *tm_policy_name(tm_policy_kind policy)
     }
     return "?";
 }
+
+/* ---------------------------------------------------------------- the table, for its documentation */
+
+size_t tm_config_variable_count(void)
+{
+    return VARIABLE_COUNT;
+}
+
+const char *tm_config_variable(size_t index, const char **accepts)
+{
+    if (index >= VARIABLE_COUNT)
+        return NULL;
+    if (accepts)
+        *accepts = variables[index].accepts;
+    return variables[index].name;
+}

@@ -113,6 +113,12 @@ int tm_config_load(tm_config *config, int error_fd);
  * long value is cut short with "...". */
 void tm_printable(const char *value, char *out, size_t len);
 
+/* The variables tm_config_load reads, in order: the name of the one at `index` (NULL past
+ * the last) and, in *accepts when not NULL, what it accepts, as its error line says. The
+ * configuration page and libtiermem(7) are generated from these and policy/doc/. */
+size_t tm_config_variable_count(void);
+const char *tm_config_variable(size_t index, const char **accepts);
+
 const char *tm_log_level_name(tm_log_level level);
 const char *tm_meminfo_view_name(tm_meminfo_view view);
 const char *tm_policy_name(tm_policy_kind policy);

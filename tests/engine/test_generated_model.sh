@@ -81,4 +81,15 @@ check "all of its weights went to the device" \
   awk -v s="$size" '/summary:/ { for (i = 1; i <= NF; i++) if ($i ~ /^weight_bytes=/) { split($i, a, "="); w = a[2] } }
                     END { exit !(w > 0.99 * s - 4000000 && w <= s) }' "$T/big.err"
 
+# The output is never written through a symlink, nor into something other than a file.
+echo keep >"$T/target"
+ln -s "$T/target" "$T/link.gguf"
+"$MK" -o "$T/link.gguf" --target-size 1M 2>"$T/err"
+check_eq "mkmodel refuses an output that is a symlink" "$?" "1"
+check "naming it" grep -q "cannot create '$T/link.gguf': it is a symlink" "$T/err"
+check_eq "and leaves what it points to alone" "$(cat "$T/target")" "keep"
+mkfifo "$T/fifo.gguf"
+"$MK" -o "$T/fifo.gguf" --target-size 1M 2>"$T/err"
+check_eq "mkmodel refuses an output that is a FIFO" "$?" "1"
+check "naming it" grep -q "cannot write '$T/fifo.gguf': not a regular file" "$T/err"
 done_testing

@@ -16,7 +16,12 @@ for f in lib/libtiermem.so bin/tiermem-stat bin/tiermem-llm include/tiermem/tier
   check "installs $f" test -f "$ROOT/$f"
 done
 
-for page in man7/libtiermem.7 man1/tiermem-stat.1 man1/tiermem-llm.1; do
+# every installed program has its manual page, and every page formats cleanly
+for program in "$ROOT"/bin/*; do
+  check "$(basename "$program") has a manual page" test -f "$ROOT/share/man/man1/$(basename "$program").1"
+done
+for page in "$ROOT"/share/man/man*/*; do
+  page=${page#"$ROOT"/share/man/}
   warnings=$(LC_ALL=C.UTF-8 groff -man -Tutf8 -ww -z "$ROOT/share/man/$page" 2>&1)
   check_eq "groff -man -ww formats $page without a warning" "$warnings" ""
   name=$(basename "$page"); name=${name%.*}

@@ -7,3 +7,4 @@ TEST_PROGS += $(POLICY_TESTS)
 $(POLICY_TESTS): $(O)/tests/policy/%: $(O)/obj/tests/policy/%.o $(POLICY_OBJS)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) $^ -lcmocka -o $@
+TEST_SCRIPTS += tests/policy/test_settings_doc.sh

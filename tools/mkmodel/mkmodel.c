@@ -6,6 +6,7 @@
  * carries a working tokenizer (synthetic SentencePiece or byte-level BPE vocabulary).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
@@ -13,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "kernels/quantize.h"
 #include "tools/mkmodel/gguf_writer.h"
@@ -390,6 +393,36 @@ static void usage(FILE *f)
         "  --version           the version, and stop\n");
 }
 
+/* The output, created or replaced; never through a symlink, and never something other than
+ * a regular file (a device or a FIFO named by mistake is left alone). */
+static FILE *open_output(const char *path)
+{
+    /* O_NONBLOCK: opening a FIFO for writing would otherwise wait for a reader. */
+    int fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        /* ENXIO: a FIFO nobody reads, refused by O_NONBLOCK */
+        if (errno == ENXIO)
+            fprintf(stderr, "tiermem-mkmodel: cannot write '%s': not a regular file\n", path);
+        else
+            fprintf(stderr, "tiermem-mkmodel: cannot create '%s': %s\n", path,
+                    errno == ELOOP ? "it is a symlink" : strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return NULL;
+    }
+    if (!S_ISREG(st.st_mode) || ftruncate(fd, 0) != 0 || fcntl(fd, F_SETFL, 0) != 0) {
+        fprintf(stderr, "tiermem-mkmodel: cannot write '%s': %s\n", path,
+                S_ISREG(st.st_mode) ? strerror(errno) : "not a regular file");
+        close(fd);
+        return NULL;
+    }
+    FILE *out = fdopen(fd, "wb");
+    if (!out)
+        close(fd);
+    return out;
+}
+
 int main(int argc, char **argv)
 {
     shape sh = {.layers = 4, .dim = 256, .heads = 4, .kv_heads = 2, .ffn = 0, .vocab = 1024,
@@ -537,8 +570,9 @@ int main(int argc, char **argv)
                       (uint64_t)tensor_bytes(&plan[i]));
         total += tensor_bytes(&plan[i]);
     }
-    FILE *out = fopen(out_path, "wb");
-    if (!out) { fprintf(stderr, "tiermem-mkmodel: cannot create '%s': %s\n", out_path, strerror(errno)); return 1; }
+    FILE *out = open_output(out_path);
+    if (!out)
+        return 1;
     static char iobuf[1 << 22];
     setvbuf(out, iobuf, _IOFBF, sizeof iobuf);
     int rc = gw_begin(&w, out);
