@@ -106,8 +106,8 @@ const tm_setting_doc tm_setting_docs[] = {
       "standard error" },
     { "TIERMEM_STATS", OBSERVE,
       "`off`, or a path for the stats region that `tiermem-stat` reads (kept after exit, holding the "
-      "final state): a regular file of this user, never through a symlink, created new with mode 0600; "
-      "an existing name is replaced only when it holds a stats region of this user",
+      "final state): created new with mode 0600, never through a symlink; an existing name is replaced "
+      "only when it is a regular file of this user holding a stats region",
       "`/dev/shm/tiermem-<uid>/tiermem.<pid>`, in a directory of this user's made with mode 0700, "
       "removed at exit" },
     { "TIERMEM_GROUP", OBSERVE,

@@ -35,7 +35,7 @@ cleanup() {
       local uid
       uid=$(id -u "$u")
       rm -rf "/dev/shm/tiermem-$uid" "/dev/shm/tiermem-ledger.u$uid"
-      userdel "$u" 2>/dev/null
+      userdel "$u" 2>/dev/null || echo "# could not remove the user $u made for the test" >&2
     fi
   done
   rm -f "${squats[@]}"
