@@ -4,7 +4,9 @@
 # set aside, never deleted); a profile that is a FIFO; a log file with a hard link; a name
 # holding a newline in a warning; the settings lines. As root, with an unprivileged user
 # made for the test and removed after: a ledger and a profile that user planted in a sticky
-# directory are refused in one line, and their owner, inode, mode and bytes stay as they were.
+# directory are refused in one line, and their owner, inode, mode and bytes stay as they were;
+# that user, as a member of a group root's processes share a ledger with, truncates it under
+# them: no SIGBUS, the ledger set aside.
 source "$(dirname "$0")/../lib/tap.sh"
 source "$(dirname "$0")/preload_lib.sh"
 HOLD=$B/tests/preload/ledger_hold
@@ -113,22 +115,26 @@ for setting in TIERMEM_LOG_FILE=on TIERMEM_PROFILE=1 TIERMEM_STATS=0; do
 done
 
 # ---------------------------------------------------------------- another user's files (root)
-USER_NAME=tmprobe$$
+USER_NAME=tmprobe$$ GROUP_NAME=tmprobeg$$
 why=""
 [ "$(id -u)" = 0 ] || why="needs root (a second user is created for it)"
-[ -z "$why" ] && ! command -v useradd >/dev/null && why="useradd is not installed"
-[ -z "$why" ] && ! command -v runuser >/dev/null && why="runuser is not installed"
-if [ -z "$why" ] && ! useradd -M -N -s /usr/sbin/nologin "$USER_NAME" >/dev/null 2>&1; then
-  why="useradd $USER_NAME failed"
+for tool in useradd userdel groupadd groupdel runuser setpriv; do
+  [ -z "$why" ] && ! command -v "$tool" >/dev/null && why="$tool is not installed"
+done
+if [ -z "$why" ] && ! { groupadd "$GROUP_NAME" && useradd -M -N -G "$GROUP_NAME" -s /usr/sbin/nologin "$USER_NAME"; } >/dev/null 2>&1; then
+  why="useradd $USER_NAME or groupadd $GROUP_NAME failed"
+  groupdel "$GROUP_NAME" >/dev/null 2>&1
 fi
 if [ -n "$why" ]; then
   for what in "a squatted ledger is refused in one line" "  left unchanged" \
-              "another user's profile in a sticky directory is refused in one line" "  its owner, inode, mode and bytes unchanged"; do
+              "another user's profile in a sticky directory is refused in one line" "  its owner, inode, mode and bytes unchanged" \
+              "  no file of this process left beside it" "a group member truncates root's group ledger: root's processes exit 0" \
+              "  the ledger is set aside, in one line"; do
     skip "$what" "$why"
   done
   done_testing; exit
 fi
-trap 'userdel "$USER_NAME" >/dev/null 2>&1; rm -rf "$SCRATCH"' EXIT
+trap 'userdel "$USER_NAME" >/dev/null 2>&1; groupdel "$GROUP_NAME" >/dev/null 2>&1; rm -rf "$SCRATCH"' EXIT
 as_user() { runuser -u "$USER_NAME" -- "$@"; }
 chmod 711 "$SCRATCH"
 STICKY=$SCRATCH/sticky
@@ -154,4 +160,17 @@ check_eq "another user's profile in a sticky directory is refused in one line" \
   "$(count "^tiermem: warning: profile $(literal "$STICKY")/heat.profile: owned by another user \(uid [0-9]+\), never read or written; ignored$" "$OUT") $(count profile "$OUT")" "1 1"
 check_eq "  its owner, inode, mode and bytes unchanged" "$(facts "$STICKY/heat.profile")" "$before"
 check_eq "  no file of this process left beside it" "$(ls -A "$STICKY" | grep -vc '^heat.profile$\|^ledger$')" 0
+
+# a member of the group root's processes share a ledger with truncates it under them
+gid=$(getent group "$GROUP_NAME" | cut -d: -f3)
+G=$STICKY/group-ledger
+in_group=(setpriv --groups "$gid" --)
+start_held "${BASE[@]}" TIERMEM_GROUP="$GROUP_NAME" TIERMEM_LEDGER="$G" -- "${in_group[@]}" "$PROBE" pieces 64M 64M
+as_user truncate -s 100 "$G"
+OUT=$(timeout 10 env LD_PRELOAD="$(preload_value "$LIBTIERMEM")" "${BASE[@]}" TIERMEM_GROUP="$GROUP_NAME" \
+      TIERMEM_LEDGER="$G" "${in_group[@]}" "$PROBE" pieces 64M 64M 2>&1); RC=$?
+release_held
+check_eq "a group member truncates root's group ledger: root's processes exit 0" "$RC $HELD_RC" "0 0"
+check_eq "  the ledger is set aside, in one line" \
+  "$(count "^tiermem: warning: ledger $(literal "$G") failed validation \(its size is not a ledger's\): set aside as $(literal "$G").damaged.[0-9]+; " "$OUT") $(ls "$G".damaged.* 2>/dev/null | wc -l)" "1 1"
 done_testing
