@@ -43,10 +43,12 @@ model_bytes=$(stat -c %s "$T/m.gguf")
 printf 'leak:node\nleak:libnode\nleak:libcudart\nleak:libcublas\nleak:libggml\nleak:llama-addon\n' > "$T/lsan.supp"
 export LSAN_OPTIONS=${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$T/lsan.supp
 
-# engine NAME VAR=VALUE... : runs the script in the background; $T/NAME.out, $T/NAME.err
+# engine NAME VAR=VALUE... : runs the script in the background; $T/NAME.out, $T/NAME.err.
+# ggml's abort would attach gdb to print a backtrace (and gdb, started under the same
+# LD_PRELOAD, hangs with the sanitizer runtime): GGML_NO_BACKTRACE turns that off.
 engine() {
   local name=$1; shift
-  env LD_LIBRARY_PATH="$SIMCUDA_DIR:$CUDA_LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" SIMCUDA_MEM=$DEVICE \
+  env LD_LIBRARY_PATH="$SIMCUDA_DIR:$CUDA_LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" SIMCUDA_MEM=$DEVICE GGML_NO_BACKTRACE=1 \
     LD_PRELOAD="$(preload_value "$TIERMEM")" "$@" node "$SCRIPT" "$T/m.gguf" > "$T/$name.out" 2> "$T/$name.err" &
   ENGINE_PID=$!
 }
@@ -90,8 +92,7 @@ kernel_lines=$(grep -c '^simcuda: kernel .* has no host code: GPU code cannot ru
 check_eq "virtual: simcuda names the refused kernel in one line" "$kernel_lines" 1
 check "virtual: the kernel is ggml's first, an rms_norm_f32 instantiation" \
   grep -q '^simcuda: kernel _Z12rms_norm_f32.* (void rms_norm_f32<' "$T/virtual.err"
-check "virtual: ggml reports the CUDA error it aborts on" \
-  grep -q 'CUDA error: no kernel image is available for execution on the device' "$T/virtual.err"
+check "virtual: ggml says it aborts on a CUDA error" grep -qE 'ggml-cuda\.cu:[0-9]+: CUDA error$' "$T/virtual.err"
 check_eq "virtual: simcuda said nothing is missing" "$(grep -E 'is not implemented|does not know it' "$T/virtual.err")" ""
 [ "$rc" = 134 ] || show_err virtual
 
