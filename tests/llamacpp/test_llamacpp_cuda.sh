@@ -113,7 +113,7 @@ check "HBM holds no more than the device ($(jq -r '.tiers[0].used' "$T/held.json
 echo "# weights: $((w_size / MIB)) MiB, $((w_hbm * 2)) MiB in HBM, $((w_ddr * 2)) MiB in DDR; told free ${free:-?} (available) / ${vfree:-?} (virtual)"
 
 # ------------------------------------------------------------- what the abort left
-region=/dev/shm/tiermem.$pid
+region=/dev/shm/tiermem-$(id -u)/tiermem.$pid
 if [ -e "$region" ]; then
   echo "# the abort left $region"
   "$STAT" --gc ${TIERMEM_LEDGER:+"$TIERMEM_LEDGER"} > "$T/gc.out" 2>&1
