@@ -15,7 +15,7 @@ version=$(sed -n 's/^TIERMEM_VERSION := //p' "$TM_ROOT/Makefile")
 check_eq "--version prints the release of the build" "$("$LLM" --version)" "tiermem-llm $version"
 
 if [ ! -r "$MODEL" ]; then
-  skip "llama.cpp's spellings on stories260K" "no test model at $MODEL (TM_SHARED=$TM_SHARED; see the README's test data)"
+  skip "llama.cpp's spellings on stories260K" "no test model at $MODEL (TM_SHARED=$TM_SHARED; see docs/install.md: Test data)"
   done_testing; exit
 fi
 

@@ -33,7 +33,7 @@ add() { NAMES+=("$1"); FILES+=("$2"); TOLS+=("$3"); }
 if [ -r "$TM_SHARED/models/stories260K.gguf" ]; then
   add stories260K "$TM_SHARED/models/stories260K.gguf" 1e-4
 else
-  skip "stories260K against llama.cpp" "test model stories260K.gguf not found in $TM_SHARED/models (set TM_SHARED; README: Test data)"
+  skip "stories260K against llama.cpp" "test model stories260K.gguf not found in $TM_SHARED/models (set TM_SHARED; docs/install.md: Test data)"
 fi
 SHAPE="--layers 2 --dim 256 --heads 4 --kv-heads 2 --ffn 512 --vocab 512 --seed 5"
 for type in f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k q5_k q6_k q4_k_m; do

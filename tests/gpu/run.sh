@@ -648,7 +648,7 @@ step_cudart() {
 #
 # The profile's values live in SIM_PROFILE_PARAMS in tools/simcuda/sim_time.h (one row per
 # parameter: h200-pcie5, gh200-c2c, h100-pcie5), their sources in tools/simcuda/sim_profile.c
-# and the README's "simcuda keeps time" table. The step prints the values it read and, on a
+# and docs/simcuda-profiles.md. The step prints the values it read and, on a
 # GPU, what the measurements imply for them: update those three places together.
 PROFILE_HEADER=tools/simcuda/sim_time.h
 profile_value() { # the h200-pcie5 column of one SIM_PROFILE_PARAMS row

@@ -8,7 +8,7 @@ while read -r sum file; do
   case $sum in '#'*|'') continue ;; esac
   path=$TM_SHARED/models/$file
   if [ ! -e "$path" ]; then
-    skip "$file has its checksum" "not found in $TM_SHARED/models (set TM_SHARED; README: Test data)"
+    skip "$file has its checksum" "not found in $TM_SHARED/models (set TM_SHARED; docs/install.md: Test data)"
     continue
   fi
   check_eq "$file has its checksum" "$(sha256sum < "$path" | cut -d' ' -f1)" "$sum"

@@ -38,7 +38,7 @@ require_models() {
   local missing=() f
   for f in "$@"; do [ -r "$TM_SHARED/models/$f" ] || missing+=("$f"); done
   [ ${#missing[@]} -eq 0 ] && return 0
-  skip "$(basename "$0" .sh)" "test model ${missing[*]} not found in $TM_SHARED/models (set TM_SHARED; README: Test data)"
+  skip "$(basename "$0" .sh)" "test model ${missing[*]} not found in $TM_SHARED/models (set TM_SHARED; docs/install.md: Test data)"
   done_testing
   exit
 }

@@ -23,7 +23,7 @@ static inline const char *tm_test_models_dir(void)
     do {                                                                                           \
         snprintf(out, sizeof out, "%s/%s", tm_test_models_dir(), name);                           \
         if (access(out, R_OK) != 0) {                                                              \
-            print_message("# SKIP reason: test model %s not found in %s (set TM_SHARED; README: "  \
+            print_message("# SKIP reason: test model %s not found in %s (set TM_SHARED; docs/install.md: "  \
                           "Test data)\n", name, tm_test_models_dir());                              \
             skip();                                                                                \
         }                                                                                          \

@@ -172,7 +172,7 @@ if [ -r "$stories" ]; then
   say "      with tiermem: $(tr -d '\n' < "$work/stories.log.out")"
 else
   say "[4/4] A real model: skipped, stories260K.gguf is not in $SHARED/models (TM_SHARED names the folder"
-  say "      holding models/; the README's Test data section says where the file comes from)"
+  say "      holding models/; docs/install.md, Test data, says where the file comes from)"
 fi
 say
 

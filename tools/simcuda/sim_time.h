@@ -33,7 +33,7 @@ struct sim_stream;
 /* ---------------------------------------------------------------- the profile */
 
 /* X(field, SIMCUDA_ suffix, h200-pcie5, gh200-c2c, h100-pcie5): every parameter, its
- * variable and its value per profile. Sources are in sim_profile.c and the README. */
+ * variable and its value per profile. Sources are in sim_profile.c and docs/simcuda-profiles.md. */
 #define SIM_PROFILE_PARAMS(X)                                  \
     X(hbm_gbps, "HBM_GBPS", 4080, 3400, 1700)                  \
     X(h2d_gbps, "H2D_GBPS", 50, 375, 50)                       \

@@ -14,7 +14,7 @@
  * library without that marker is refused with CUDA_ERROR_INVALID_IMAGE.
  *
  * ABI 2 (this header) adds what a launch costs. simcuda keeps simulated time (see the
- * README, "simcuda keeps time"): a kernel is charged the roofline of what it touches.
+ * docs/simcuda.md, "simcuda keeps time"): a kernel is charged the roofline of what it touches.
  * While it runs (best: first thing), a kernel declares every byte range it reads and
  * writes with simcuda_reads()/simcuda_writes(), and its floating-point operations with
  * simcuda_flops(). simcuda splits each range by where its memory lives (device memory,
