@@ -57,15 +57,17 @@ SPID=
 # -------------------------------------------------------------- quiet while the engine works
 # One place in the batch: a long stream holds it while a whole (not streamed) completion and
 # a stream wait in the queue for longer than --idle-timeout; neither connection is closed.
-start_server "$T/log3" --kv-dtype f32 --kv-blocks 1024 --ctx 2048 --max-batch 1 --idle-timeout 2
-curl -sN --max-time 60 "$URL/v1/completions" \
-  -d '{"prompt":"Once upon a time","max_tokens":1800,"temperature":0,"stream":true}' > "$T/long.sse" &
+# The long stream is made long in time whatever the machine's speed: 3000 tokens run for
+# several seconds even on an idle host, well past the idle timeout of 2 s.
+start_server "$T/log3" --kv-dtype f32 --kv-blocks 1024 --ctx 4096 --max-batch 1 --idle-timeout 2
+curl -sN --max-time 120 "$URL/v1/completions" \
+  -d '{"prompt":"Once upon a time","max_tokens":3000,"temperature":0,"stream":true}' > "$T/long.sse" &
 long=$!
 for _ in $(seq 300); do grep -qs '^data: ' "$T/long.sse" && break; sleep 0.1; done
-curl -s --max-time 60 "$URL/v1/completions" -d '{"prompt":"The dog","max_tokens":4,"temperature":0}' \
+curl -s --max-time 120 "$URL/v1/completions" -d '{"prompt":"The dog","max_tokens":4,"temperature":0}' \
   > "$T/queued.json" &
 queued=$!
-curl -sN --max-time 60 "$URL/v1/completions" -d '{"prompt":"A cat","max_tokens":4,"stream":true}' > "$T/queued.sse" &
+curl -sN --max-time 120 "$URL/v1/completions" -d '{"prompt":"A cat","max_tokens":4,"stream":true}' > "$T/queued.sse" &
 queued_stream=$!
 wait $long $queued $queued_stream
 check "a long stream ran to its end" grep -q '"finish_reason":"length"' "$T/long.sse"
