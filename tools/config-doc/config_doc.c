@@ -93,49 +93,52 @@ static bool group_seen_before(size_t index)
     return false;
 }
 
-static void markdown(void)
+/* Calls `heading` once per group, in that order, then `entry` for each of its variables. */
+static void each_group(void (*heading)(const char *group, bool first), void (*entry)(const tm_setting_doc *doc))
 {
     for (size_t g = 0; g < tm_setting_doc_count; g++) {
         if (group_seen_before(g))
             continue;
         const char *group = tm_setting_docs[g].group;
-        printf("%s### %s\n\n| variable | meaning | accepts | default |\n| --- | --- | --- | --- |\n",
-               g ? "\n" : "", group);
-        for (size_t i = g; i < tm_setting_doc_count; i++) {
-            const tm_setting_doc *doc = &tm_setting_docs[i];
-            if (strcmp(doc->group, group) != 0)
-                continue;
-            printf("| `%s` | ", doc->name);
-            put_markdown(doc->meaning);
-            fputs(" | ", stdout);
-            put_markdown(accepts_of(doc->name));
-            fputs(" | ", stdout);
-            put_markdown(doc->default_value);
-            fputs(" |\n", stdout);
-        }
+        heading(group, g == 0);
+        for (size_t i = g; i < tm_setting_doc_count; i++)
+            if (strcmp(tm_setting_docs[i].group, group) == 0)
+                entry(&tm_setting_docs[i]);
     }
 }
 
-static void man(void)
+static void markdown_heading(const char *group, bool first)
 {
-    for (size_t g = 0; g < tm_setting_doc_count; g++) {
-        if (group_seen_before(g))
-            continue;
-        const char *group = tm_setting_docs[g].group;
-        printf(".SS %s\n", group);
-        for (size_t i = g; i < tm_setting_doc_count; i++) {
-            const tm_setting_doc *doc = &tm_setting_docs[i];
-            if (strcmp(doc->group, group) != 0)
-                continue;
-            printf(".TP\n.B %s\n", doc->name);
-            put_roff(doc->meaning);
-            fputs(".\nAccepts ", stdout);
-            put_roff(accepts_of(doc->name));
-            fputs("; default: ", stdout);
-            put_roff(doc->default_value);
-            fputs(".\n", stdout);
-        }
-    }
+    printf("%s### %s\n\n| variable | meaning | accepts | default |\n| --- | --- | --- | --- |\n", first ? "" : "\n",
+           group);
+}
+
+static void markdown_entry(const tm_setting_doc *doc)
+{
+    printf("| `%s` | ", doc->name);
+    put_markdown(doc->meaning);
+    fputs(" | ", stdout);
+    put_markdown(accepts_of(doc->name));
+    fputs(" | ", stdout);
+    put_markdown(doc->default_value);
+    fputs(" |\n", stdout);
+}
+
+static void man_heading(const char *group, bool first)
+{
+    (void)first;
+    printf(".SS %s\n", group);
+}
+
+static void man_entry(const tm_setting_doc *doc)
+{
+    printf(".TP\n.B %s\n", doc->name);
+    put_roff(doc->meaning);
+    fputs(".\nAccepts ", stdout);
+    put_roff(accepts_of(doc->name));
+    fputs("; default: ", stdout);
+    put_roff(doc->default_value);
+    fputs(".\n", stdout);
 }
 
 int main(int argc, char **argv)
@@ -150,11 +153,11 @@ int main(int argc, char **argv)
     if (strcmp(mode, "check") == 0)
         return 0;
     if (strcmp(mode, "markdown") == 0) {
-        markdown();
+        each_group(markdown_heading, markdown_entry);
         return 0;
     }
     if (strcmp(mode, "man") == 0) {
-        man();
+        each_group(man_heading, man_entry);
         return 0;
     }
     fprintf(stderr, "usage: tiermem-config-doc check|markdown|man\n");
