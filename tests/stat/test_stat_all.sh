@@ -35,9 +35,11 @@ check_eq "--watch --count 2 without a pid: the screen cleared and the table show
 json=$("$TIERMEM_STAT" --json 2>"$SCRATCH/json.err"); rc=$?
 check_eq "--json without a pid: exit 0" "$rc" 0
 check "it is one JSON array" is_json 'type == "array"' "$json"
+# (pids may wrap between the two starts, so the pairs are compared in sorted order)
 check_eq "both processes are in it, with their HBM bytes" \
-  "$(jq -r --argjson a "$A" --argjson b "$Bp" '[.[] | select(.pid == $a or .pid == $b) | "\(.pid):\(.tiers[0].used)"] | join(" ")' <<<"$json")" \
-  "$A:$((12 << 20)) $Bp:$((8 << 20))"
+  "$(jq -r --argjson a "$A" --argjson b "$Bp" '.[] | select(.pid == $a or .pid == $b) | "\(.pid):\(.tiers[0].used)"' <<<"$json" | sort | tr '\n' ' ')" \
+  "$(printf '%s\n' "$A:$((12 << 20))" "$Bp:$((8 << 20))" | sort | tr '\n' ' ')"
+check "the array is in pid order" is_json '[.[].pid] == ([.[].pid] | sort)' "$json"
 check_eq "the command with a quote and a backslash comes back intact through jq" \
   "$(jq -r --argjson b "$Bp" '.[] | select(.pid == $b) | .command' <<<"$json")" "$odd_name"
 check_eq "each object has its allocations and the device's uuid" \
