@@ -109,6 +109,20 @@ void tm_heat_view_order(const tm_heat_view *views, size_t count, size_t *order)
     qsort(order, count, sizeof *order, hotter_first);
 }
 
+size_t *tm_heat_view_order_new(const tm_heat_view *views, size_t count, bool by_heat)
+{
+    size_t *order = malloc((count ? count : 1) * sizeof *order);
+    if (!order)
+        return NULL;
+    if (by_heat) {
+        tm_heat_view_order(views, count, order);
+    } else {
+        for (size_t i = 0; i < count; i++)
+            order[i] = i;
+    }
+    return order;
+}
+
 const char *tm_heat_sources_name(uint32_t sources, char *buf, size_t len)
 {
     static const char *const names[] = { "launch", "ebpf", "usdt" };

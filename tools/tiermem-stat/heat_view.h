@@ -42,6 +42,10 @@ void tm_heat_view_free(tm_heat_view *views, size_t count);
 /* The indices of the views, hottest first. */
 void tm_heat_view_order(const tm_heat_view *views, size_t count, size_t *order);
 
+/* A malloc'd array of the `count` indices (at least one slot, so count 0 is no failure): in
+ * order, or hottest first with `by_heat`. NULL when memory ran out. */
+size_t *tm_heat_view_order_new(const tm_heat_view *views, size_t count, bool by_heat);
+
 /* "launch+usdt" and the like; "-" for none. */
 const char *tm_heat_sources_name(uint32_t sources, char *buf, size_t len);
 

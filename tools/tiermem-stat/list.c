@@ -153,13 +153,9 @@ int tm_stats_list_json(bool by_heat)
     json_t *all = json_array();
     for (int i = 0; all && i < count; i++) {
         const tm_stats_snapshot *s = &live[i].snapshot;
-        size_t *order = malloc((s->record_count ? s->record_count : 1) * sizeof *order);
+        size_t *order = tm_heat_view_order_new(s->heat, s->record_count, by_heat);
         json_t *one = NULL;
         if (order) {
-            for (size_t r = 0; r < s->record_count; r++)
-                order[r] = r;
-            if (by_heat)
-                tm_heat_view_order(s->heat, s->record_count, order);
             one = tm_stats_json(s, live[i].path, live[i].command,
                                 s->header.state == TM_STATS_EXITED ? "exited" : "running", order);
             free(order);

@@ -401,16 +401,12 @@ int main(int argc, char **argv)
             fprintf(stderr, "tiermem-stat: %s\n", shown_path(why));
             return EXIT_NO_REGION;
         }
-        size_t *order = malloc((snapshot.record_count ? snapshot.record_count : 1) * sizeof *order);
+        size_t *order = tm_heat_view_order_new(snapshot.heat, snapshot.record_count, by_heat);
         if (!order) {
             fprintf(stderr, "tiermem-stat: out of memory\n");
             tm_stats_snapshot_free(&snapshot);
             return EXIT_NO_REGION;
         }
-        for (size_t i = 0; i < snapshot.record_count; i++)
-            order[i] = i;
-        if (by_heat)
-            tm_heat_view_order(snapshot.heat, snapshot.record_count, order);
         if (watch && !json && !prometheus)
             printf("\033[H\033[2J");
         int rc = 0;
