@@ -80,6 +80,14 @@ uint64_t fake_calls(fake_call call);
  * `error` without reaching simcuda. One rule per call; a new one replaces it. */
 void fake_fail(fake_call call, uint64_t nth, uint64_t times, CUresult error);
 
+/* One row of a test's table of failures to inject: which call, which one of them (as
+ * fake_fail's `nth`), and what it is, for the test's log. */
+typedef struct fake_failure {
+    fake_call call;
+    uint64_t nth;
+    const char *what;
+} fake_failure;
+
 /* Every cuMemCreate at this location (a tier: DEVICE 0, or HOST_NUMA with its node)
  * returns `error` until fake_heal(). */
 void fake_refuse_location(CUmemLocationType type, int id, CUresult error);

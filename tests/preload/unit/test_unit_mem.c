@@ -278,11 +278,7 @@ static void test_internal_failure_passes_through(void **state)
 {
     (void)state;
     tm_device *d = fake_device();
-    static const struct {
-        fake_call call;
-        uint64_t nth;
-        const char *what;
-    } failures[] = {
+    static const fake_failure failures[] = {
         { FAKE_MEM_MAP, 3, "the third cuMemMap" },
         { FAKE_MEM_SET_ACCESS, 1, "cuMemSetAccess" },
         { FAKE_MEM_ADDRESS_RESERVE, 1, "cuMemAddressReserve" },

@@ -145,11 +145,7 @@ static void test_rollback(void **state)
 {
     (void)state;
     tm_device *d = fake_device();
-    static const struct {
-        fake_call call;
-        uint64_t nth;
-        const char *what;
-    } steps[] = {
+    static const fake_failure steps[] = {
         /* two staging maps come first */
         { FAKE_MEM_MAP, 3, "the remap's cuMemMap" },
         /* the staging range's access comes first */
