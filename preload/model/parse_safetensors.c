@@ -103,7 +103,8 @@ static bool take_string(scan *s, char *out, size_t cap, size_t *full)
         }
         if (c < 0x20) return false;             /* raw control characters are not JSON */
         if (c != '\\') {
-            if (out && len + 1 < cap) out[len++] = (char)c;
+            /* DEL is valid raw JSON but a control character in a message, as escaped ones are */
+            if (out && len + 1 < cap) out[len++] = c == 0x7f ? '?' : (char)c;
             total++;
             continue;
         }
