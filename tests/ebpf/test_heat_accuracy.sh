@@ -32,16 +32,12 @@ check "model generated (32000 words, untied output)" test -s "$T/m.gguf"
 # others (from the stats region) must end within 10 % of them to share their rank: over 14
 # intervals one is 4 % of the heat, over the 3.6 of a half-life of 8 s it could be 12 %,
 # and the ranking split in two.
-# The in-process source samples a fixed 1 launch in 4 (bursts of 64), not `auto`: auto's N
-# follows what a sample costs, so on a loaded machine it drew other launches from run to run
-# and the ranking it gave was the machine's load, not the source's accuracy.
-HEAT_SAMPLE=4
 watch_engine() {
   local name=$1 tokens=$2 halflife=$3 mark=$4
   shift 4
   rm -f "$T/stats" "$T/stat.json"
   "$HEAT" --json --interval 0.25 --stats "$T/stats" "$@" -- sh -c "exec env \
-    LD_PRELOAD='$(preload_value "$B/lib/libtiermem.so")' TIERMEM_MIN_TIERED=64K TIERMEM_HEAT_HALFLIFE=$halflife TIERMEM_HEAT_SAMPLE=$HEAT_SAMPLE \
+    LD_PRELOAD='$(preload_value "$B/lib/libtiermem.so")' TIERMEM_MIN_TIERED=64K TIERMEM_HEAT_HALFLIFE=$halflife \
     TIERMEM_STATS='$T/stats' '$LLM' -m '$T/m.gguf' -p 'the quick brown fox' -n $tokens --threads 1 \
     --kv-blocks $((tokens / 16 + 2)) >'$T/$name.out' 2>'$T/$name.llm'" >"$T/$name.json" 2>"$T/$name.err" &
   local pid=$!
