@@ -290,17 +290,20 @@ static double sane(double value, double max)
 }
 
 /* Copies the heat chunks of live record i into views[i] (none when its heat record is out
- * of bounds, kept changing, or the call's chunk budget is spent). */
+ * of bounds, is given another span, kept changing for RETRY_PASSES reads, or the call's
+ * chunk budget is spent). The interposer rewrites a hot record's chunks at every launch it
+ * samples, so the record gathered with the others is likely stale by now: each further
+ * read takes the heat record afresh, and the chunks count only when its seq is even and
+ * the same after them. */
 static bool read_heat(const source *src, const tm_stats_header *h, const gathered *g, size_t i, uint64_t tick,
                       uint64_t *budget, tm_heat_chunk **chunks, size_t *chunks_len, tm_heat_view *view)
 {
-    const tm_stats_heat_record *hr = &g->heat[i];
-    view->sources = hr->sources & (TM_HEAT_FROM_LAUNCH | TM_HEAT_FROM_EBPF | TM_HEAT_FROM_USDT);
-    uint64_t count = hr->chunk_count, first = hr->first_chunk;
-    if (!count || (hr->seq & 1) || first > h->heat_chunk_capacity || count > h->heat_chunk_capacity - first ||
-        count > *budget)
+    const tm_stats_heat_record *gathered_hr = &g->heat[i];
+    uint64_t record_at = h->heat_records_offset + (uint64_t)g->slots[i] * sizeof *gathered_hr;
+    uint64_t count = gathered_hr->chunk_count, first = gathered_hr->first_chunk;
+    view->sources = gathered_hr->sources & (TM_HEAT_FROM_LAUNCH | TM_HEAT_FROM_EBPF | TM_HEAT_FROM_USDT);
+    if (!count || first > h->heat_chunk_capacity || count > h->heat_chunk_capacity - first)
         return true;
-    *budget -= count;
     if (count > *chunks_len) {
         tm_heat_chunk *grown = realloc(*chunks, count * sizeof **chunks);
         if (!grown)
@@ -309,11 +312,28 @@ static bool read_heat(const source *src, const tm_stats_header *h, const gathere
         *chunks_len = count;
     }
     _Static_assert(sizeof(tm_heat_chunk) == sizeof(tm_stats_heat_chunk), "a heat chunk is copied as it is");
-    uint64_t seq;
-    if (!source_read(src, *chunks, count * sizeof **chunks, h->heat_chunks_offset + first * sizeof **chunks) ||
-        !source_read(src, &seq, sizeof seq, h->heat_records_offset + (uint64_t)g->slots[i] * sizeof *hr) ||
-        seq != hr->seq)
-        return true; /* no heat shown for a record being rewritten meanwhile */
+    bool settled = false;
+    for (int pass = 0; pass < RETRY_PASSES && !settled; pass++) {
+        tm_stats_heat_record now = *gathered_hr;
+        if (pass > 0 && !source_read(src, &now, sizeof now, record_at))
+            return true;
+        if (now.first_chunk != first || now.chunk_count != count)
+            return true; /* another allocation's span now: no heat shown */
+        if (now.seq & 1)
+            continue;
+        if (count > *budget)
+            return true;
+        *budget -= count;
+        uint64_t seq;
+        if (!source_read(src, *chunks, count * sizeof **chunks, h->heat_chunks_offset + first * sizeof **chunks) ||
+            !source_read(src, &seq, sizeof seq, record_at))
+            return true;
+        settled = seq == now.seq;
+        if (settled)
+            view->sources = now.sources & (TM_HEAT_FROM_LAUNCH | TM_HEAT_FROM_EBPF | TM_HEAT_FROM_USDT);
+    }
+    if (!settled)
+        return true; /* no heat shown for a record rewritten at every read */
     for (uint64_t c = 0; c < count; c++) {
         tm_heat_chunk *k = &(*chunks)[c];
         k->heat = sane(k->heat, 1);
