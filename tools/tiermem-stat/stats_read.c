@@ -289,6 +289,9 @@ static double sane(double value, double max)
     return !isfinite(value) || value < 0 ? 0 : value > max ? max : value;
 }
 
+/* The heat sources a view names. */
+#define SHOWN_SOURCES (TM_HEAT_FROM_LAUNCH | TM_HEAT_FROM_EBPF | TM_HEAT_FROM_USDT)
+
 /* Copies the heat chunks of live record i into views[i] (none when its heat record is out
  * of bounds, is given another span, kept changing for RETRY_PASSES reads, or the call's
  * chunk budget is spent). The interposer rewrites a hot record's chunks at every launch it
@@ -301,7 +304,7 @@ static bool read_heat(const source *src, const tm_stats_header *h, const gathere
     const tm_stats_heat_record *gathered_hr = &g->heat[i];
     uint64_t record_at = h->heat_records_offset + (uint64_t)g->slots[i] * sizeof *gathered_hr;
     uint64_t count = gathered_hr->chunk_count, first = gathered_hr->first_chunk;
-    view->sources = gathered_hr->sources & (TM_HEAT_FROM_LAUNCH | TM_HEAT_FROM_EBPF | TM_HEAT_FROM_USDT);
+    view->sources = gathered_hr->sources & SHOWN_SOURCES;
     if (!count || first > h->heat_chunk_capacity || count > h->heat_chunk_capacity - first)
         return true;
     if (count > *chunks_len) {
@@ -315,8 +318,11 @@ static bool read_heat(const source *src, const tm_stats_header *h, const gathere
     bool settled = false;
     for (int pass = 0; pass < RETRY_PASSES && !settled; pass++) {
         tm_stats_heat_record now = *gathered_hr;
-        if (pass > 0 && !source_read(src, &now, sizeof now, record_at))
-            return true;
+        if (pass > 0) {
+            sched_yield(); /* as settle() does: a writer mid-record may finish first */
+            if (!source_read(src, &now, sizeof now, record_at))
+                return true;
+        }
         if (now.first_chunk != first || now.chunk_count != count)
             return true; /* another allocation's span now: no heat shown */
         if (now.seq & 1)
@@ -330,7 +336,7 @@ static bool read_heat(const source *src, const tm_stats_header *h, const gathere
             return true;
         settled = seq == now.seq;
         if (settled)
-            view->sources = now.sources & (TM_HEAT_FROM_LAUNCH | TM_HEAT_FROM_EBPF | TM_HEAT_FROM_USDT);
+            view->sources = now.sources & SHOWN_SOURCES;
     }
     if (!settled)
         return true; /* no heat shown for a record rewritten at every read */
