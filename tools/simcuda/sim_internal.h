@@ -69,6 +69,7 @@ typedef struct sim_config {
     char hold_path[256];                    /* ... until this file exists */
     sim_uvm_params uvm;                     /* SIMCUDA_UVM_*: the managed-memory model */
     int export_trace;                       /* SIMCUDA_EXPORT_TRACE (SIM_EXPORT_TRACE_*) */
+    char timeline[256];                     /* SIMCUDA_TIMELINE: a new file for every op's simulated span */
 } sim_config;
 
 /* SIMCUDA_EXPORT_TRACE: off; log every export table asked for and every slot called;

@@ -341,6 +341,13 @@ CUresult sim_config_load(sim_config *config)
                 "counting from 1, a CUDA_ERROR_* name; e.g. cuMemCreate:3,cuMemMap:1:CUDA_ERROR_INVALID_VALUE)", value);
         return CUDA_ERROR_INVALID_VALUE;
     }
+    if ((value = getenv("SIMCUDA_TIMELINE")) && *value) {
+        if (strlen(value) >= sizeof config->timeline) {
+            sim_log("SIMCUDA_TIMELINE='%s' is not a file path under 256 bytes", value);
+            return CUDA_ERROR_INVALID_VALUE;
+        }
+        snprintf(config->timeline, sizeof config->timeline, "%s", value);
+    }
     if ((value = getenv("SIMCUDA_HOLD")) && *value && !parse_hold(value, config)) {
         sim_log("SIMCUDA_HOLD='%s' is not LAUNCH:PATH (the kernel launch that waits, counting from 1, and the "
                 "file whose creation lets it run, under 256 bytes; e.g. 1:/tmp/go)", value);

@@ -1,8 +1,10 @@
 /* sim_time.c — simulated clocks, shared resources, the per-location split of what work
  * touches, and the cost of copies and kernels (the model is described in sim_time.h).
  * Every function runs with the simcuda lock held. */
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
+#include <unistd.h>
 #include <time.h>
 
 #include "tools/simcuda/sim_internal.h"
@@ -333,6 +335,35 @@ static double copy_piece(double earliest, sim_location dst, sim_location src, ui
     return link_copy(true, earliest, bytes, p->h2d_gbps);
 }
 
+/* ---------------------------------------------------------------- the timeline */
+
+/* SIMCUDA_TIMELINE: one line per copy and kernel, "KIND STREAM START_US END_US BYTES",
+ * into a file simcuda creates (never one that exists, never through a symlink). */
+static FILE *timeline;
+static bool timeline_tried;
+
+static void trace(const char *kind, const sim_stream *stream, double start, double end, uint64_t bytes)
+{
+    if (!sim.config.timeline[0])
+        return;
+    if (!timeline_tried) {
+        timeline_tried = true;
+        int fd = open(sim.config.timeline, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0 || !(timeline = fdopen(fd, "w"))) {
+            sim_log("SIMCUDA_TIMELINE='%s' could not be created (it must not exist yet): no timeline",
+                    sim.config.timeline);
+            if (fd >= 0)
+                close(fd);
+            return;
+        }
+    }
+    if (timeline) {
+        fprintf(timeline, "%s %p %.3f %.3f %llu\n", kind, (const void *)stream, start / 1e3, end / 1e3,
+                (unsigned long long)bytes);
+        fflush(timeline);
+    }
+}
+
 double sim_time_copy(sim_stream *stream, double submitted, uintptr_t dst, uintptr_t src, uint64_t bytes)
 {
     /* The set-up starts when the copy is submitted, so behind work queued before it, it
@@ -364,6 +395,7 @@ double sim_time_copy(sim_stream *stream, double submitted, uintptr_t dst, uintpt
     }
     range_busy_until(dst_start, total, end);
     range_busy_until(src_start, total, end);
+    trace("copy", stream, start, end, total);
     sim_time_advance(stream, end);
     return end;
 }
@@ -418,6 +450,7 @@ double sim_time_kernel(sim_stream *stream, double submitted, const sim_cost *cos
     /* work that did not say what it touched, or touched too many ranges, may be on any */
     if (!cost || !cost->declared || cost->ranges_overflow)
         tm.untracked_busy_ns = fmax(tm.untracked_busy_ns, end);
+    trace("kernel", stream, start, end, 0);
     sim_time_advance(stream, end);
     return end;
 }
