@@ -12,12 +12,14 @@
 #define SCAN_PARAMS 16         /* argument array entries read when the layout is unknown */
 #define SCAN_SPAN 4096         /* ... and only while they point close to the first one */
 #define SCAN_BUFFER 4096       /* bytes of a CU_LAUNCH_PARAM_BUFFER scanned */
+#define EXTRA_MAX 32           /* entries of `extra` read before its end must have come */
 
 /* ---------------------------------------------------------------- parameter layouts */
 
 typedef struct param_layout {
     CUfunction f;              /* the key; stored last */
     bool scan;                 /* the driver gave no layout: scan the arguments */
+    bool complete;             /* the driver described every parameter (count is exact) */
     uint32_t count;            /* parameters with a known layout; with `scan`, entries the
                                 * first scan found (0: not scanned yet) */
     uint64_t wide;             /* bit i: parameter i is pointer-sized */
@@ -44,6 +46,7 @@ static void query_layout(CUfunction f, param_layout *out)
              * first one means this driver keeps no layouts */
             if (i > 0 || rc == CUDA_ERROR_INVALID_VALUE)
                 out->scan = false;
+            out->complete = rc == CUDA_ERROR_INVALID_VALUE;
             return;
         }
         if (offset > UINT16_MAX) {
@@ -89,6 +92,7 @@ static param_layout *layout_of(CUfunction f, param_layout *scratch, bool *querie
         if (!l->f) {
             memcpy(l->offset, scratch->offset, sizeof l->offset);
             l->scan = scratch->scan;
+            l->complete = scratch->complete;
             l->count = scratch->count;
             l->wide = scratch->wide;
             __atomic_store_n(&l->f, f, __ATOMIC_RELEASE);
@@ -188,17 +192,29 @@ static size_t scan_params(void **params, uint64_t *values, uint32_t known, uint3
 }
 
 /* *learning: this launch taught the cache something (a first scan), at a one-time cost. */
+/* The argument buffer of `extra` (CU_LAUNCH_PARAM_BUFFER_POINTER) and its size; the
+ * number of entries before CU_LAUNCH_PARAM_END, or 0 when there is none within EXTRA_MAX. */
+static size_t extra_buffer(void **extra, const char **buffer, size_t *buffer_size)
+{
+    *buffer = NULL;
+    *buffer_size = 0;
+    for (size_t i = 0; i < EXTRA_MAX; i += 2) {
+        if (extra[i] == CU_LAUNCH_PARAM_END)
+            return i + 1;
+        if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER)
+            *buffer = extra[i + 1];
+        else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE && extra[i + 1])
+            *buffer_size = *(const size_t *)extra[i + 1];
+    }
+    return 0;
+}
+
 static size_t gather_values(param_layout *l, void **params, void **extra, uint64_t *values, bool *learning)
 {
     const char *buffer = NULL;
     size_t buffer_size = 0;
     if (!params && extra) {
-        for (size_t i = 0; i < 32 && extra[i] != CU_LAUNCH_PARAM_END; i += 2) {
-            if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER)
-                buffer = extra[i + 1];
-            else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE && extra[i + 1])
-                buffer_size = *(const size_t *)extra[i + 1];
-        }
+        extra_buffer(extra, &buffer, &buffer_size);
         if (!buffer)
             return 0;
     }
@@ -244,4 +260,76 @@ size_t tm_launch_pointers(CUfunction f, void **params, void **extra, uint64_t *v
     if (learned)
         *learned = learning;
     return n;
+}
+
+/* ---------------------------------------------------------------- replacing values */
+
+/* The parameters of `l` in the argument array, values replaced where `replace` says. */
+static size_t replace_in_params(const param_layout *l, void ***params, tm_launch_replace replace, void *arg,
+                                tm_launch_args *args)
+{
+    size_t replaced = 0;
+    void **from = *params;
+    for (uint32_t i = 0; i < l->count; i++) {
+        args->params[i] = from[i];
+        if (!(l->wide >> i & 1))
+            continue;
+        uint64_t value, now;
+        memcpy(&value, from[i], sizeof value);
+        if ((now = replace(value, arg)) == value)
+            continue;
+        args->value[i] = now;
+        args->params[i] = &args->value[i];
+        replaced++;
+    }
+    if (replaced)
+        *params = args->params;
+    return replaced;
+}
+
+/* The same in a CU_LAUNCH_PARAM_BUFFER, copied into args; `extra` then names the copy. */
+static size_t replace_in_buffer(const param_layout *l, void ***extra, tm_launch_replace replace, void *arg,
+                                tm_launch_args *args)
+{
+    const char *buffer;
+    size_t size, entries = extra_buffer(*extra, &buffer, &size);
+    if (!buffer || entries == 0 || entries > TM_LAUNCH_ARGS_EXTRA || size > sizeof args->buffer)
+        return 0;
+    memcpy(args->buffer, buffer, size);
+    size_t replaced = 0;
+    for (uint32_t i = 0; i < l->count; i++) {
+        if (!(l->wide >> i & 1) || (size_t)l->offset[i] + sizeof(uint64_t) > size)
+            continue;
+        uint64_t value, now;
+        memcpy(&value, args->buffer + l->offset[i], sizeof value);
+        if ((now = replace(value, arg)) == value)
+            continue;
+        memcpy(args->buffer + l->offset[i], &now, sizeof now);
+        replaced++;
+    }
+    if (!replaced)
+        return 0;
+    args->buffer_size = size;
+    for (size_t i = 0; i < entries; i++) {
+        void *entry = (*extra)[i];
+        bool value = i % 2 == 1;
+        args->extra[i] = value && (*extra)[i - 1] == CU_LAUNCH_PARAM_BUFFER_POINTER ? (void *)args->buffer
+                         : value && (*extra)[i - 1] == CU_LAUNCH_PARAM_BUFFER_SIZE ? (void *)&args->buffer_size
+                                                                                    : entry;
+    }
+    *extra = args->extra;
+    return replaced;
+}
+
+size_t tm_launch_replace_pointers(CUfunction f, void ***params, void ***extra, tm_launch_replace replace, void *arg,
+                                  tm_launch_args *args)
+{
+    if (!*params && !*extra)
+        return 0;
+    bool learning = false;
+    param_layout scratch;
+    const param_layout *l = layout_of(f, &scratch, &learning);
+    if (l->scan || !l->complete || l->count > TM_LAUNCH_MAX_POINTERS)
+        return 0; /* the size of some parameter is not known: nothing is rewritten */
+    return *params ? replace_in_params(l, params, replace, arg, args) : replace_in_buffer(l, extra, replace, arg, args);
 }

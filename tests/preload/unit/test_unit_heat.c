@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "preload/base/settings.h"
+#include "preload/driver/launch_params.h"
 #include "preload/heat/heat.h"
 #include "preload/heat/heat_launch.h"
 #include "preload/mem/chunk_pool.h"
@@ -117,6 +118,7 @@ static void test_attach_credit_density(void **state)
 /* ---------------------------------------------------------------- the launch source */
 
 static CUfunction sum_bytes;
+static CUfunction add_bytes; /* no parameter table */
 static int submitted;
 
 static CUresult submit(const tm_launch *launch)
@@ -265,6 +267,78 @@ static void test_collector_heat(void **state)
     assert_nothing_held();
 }
 
+/* ---------------------------------------------------------------- launch arguments */
+
+static uint64_t move_to_b(uint64_t value, void *arg)
+{
+    const uint64_t *ab = arg; /* [2]: a, and b, where what pointed at a points now */
+    return value >= ab[0] && value < ab[0] + 64 ? ab[1] + (value - ab[0]) : value;
+}
+
+/* The stream ring hands a launch a weight's copy: pointer-sized parameters are replaced in
+ * a copy of the arguments (array or buffer), others and the program's own arguments stay;
+ * the launch then reads the copy. A function the driver describes no parameters of is
+ * never rewritten. */
+static void test_launch_values_replaced(void **state)
+{
+    (void)state;
+    CUdeviceptr a, b, sum;
+    assert_int_equal(cuMemAlloc(&a, 64), CUDA_SUCCESS);
+    assert_int_equal(cuMemAlloc(&b, 64), CUDA_SUCCESS);
+    assert_int_equal(cuMemAlloc(&sum, 8), CUDA_SUCCESS);
+    assert_int_equal(cuMemsetD8(a, 1, 64), CUDA_SUCCESS);
+    assert_int_equal(cuMemsetD8(b, 2, 64), CUDA_SUCCESS);
+    assert_int_equal(cuMemsetD8(sum, 0, 8), CUDA_SUCCESS);
+    uint64_t ab[2] = { a, b }, n = 16;
+    CUdeviceptr from = a + 8;
+    void *args[] = { &from, &n, &sum };
+    void **params = args, **extra = NULL;
+    tm_launch_args storage;
+    assert_int_equal(tm_launch_replace_pointers(sum_bytes, &params, &extra, move_to_b, ab, &storage), 1);
+    assert_ptr_equal(params, storage.params);
+    assert_int_equal(*(CUdeviceptr *)params[0], b + 8);
+    assert_ptr_equal(params[1], &n);
+    assert_ptr_equal(params[2], &sum);
+    assert_int_equal(from, a + 8); /* the program's own arguments are left alone */
+    assert_int_equal(cuLaunchKernel(sum_bytes, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL), CUDA_SUCCESS);
+    uint64_t total = 0;
+    assert_int_equal(cuMemcpyDtoH(&total, sum, 8), CUDA_SUCCESS);
+    assert_int_equal(total, 2 * 16); /* read from b */
+
+    /* nothing to replace: the launch keeps its own arguments */
+    uint64_t none[2] = { sum + 1000, sum + 2000 };
+    params = args;
+    assert_int_equal(tm_launch_replace_pointers(sum_bytes, &params, &extra, move_to_b, none, &storage), 0);
+    assert_ptr_equal(params, args);
+
+    /* the same through a CU_LAUNCH_PARAM_BUFFER */
+    struct { CUdeviceptr data; uint64_t n; CUdeviceptr sum; } buffer = { a, 32, sum };
+    size_t size = sizeof buffer;
+    void *config[] = { CU_LAUNCH_PARAM_BUFFER_POINTER, &buffer, CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END };
+    params = NULL;
+    extra = config;
+    assert_int_equal(tm_launch_replace_pointers(sum_bytes, &params, &extra, move_to_b, ab, &storage), 1);
+    assert_ptr_equal(extra, storage.extra);
+    assert_ptr_equal(extra[0], CU_LAUNCH_PARAM_BUFFER_POINTER);
+    assert_ptr_equal(extra[1], storage.buffer);
+    assert_int_equal(*(size_t *)extra[3], size);
+    assert_ptr_equal(extra[4], CU_LAUNCH_PARAM_END);
+    assert_int_equal(buffer.data, a);
+    const CUdeviceptr *copied = (const CUdeviceptr *)storage.buffer; /* simcuda takes no buffers: read it */
+    assert_int_equal(copied[0], b);
+    assert_int_equal(copied[1], 32);
+    assert_int_equal(copied[2], sum);
+
+    /* a kernel without a parameter table: sizes unknown, nothing rewritten */
+    params = args;
+    extra = NULL;
+    assert_int_equal(tm_launch_replace_pointers(add_bytes, &params, &extra, move_to_b, ab, &storage), 0);
+    assert_ptr_equal(params, args);
+    cuMemFree(a);
+    cuMemFree(b);
+    cuMemFree(sum);
+}
+
 int main(int argc, char **argv)
 {
     int status;
@@ -274,7 +348,8 @@ int main(int argc, char **argv)
     tm_heat_start(tm_settings()); /* as the library's start does */
     CUmodule module;
     if (cuModuleLoad(&module, TM_TEST_KERNELS) != CUDA_SUCCESS ||
-        cuModuleGetFunction(&sum_bytes, module, "sum_bytes") != CUDA_SUCCESS) {
+        cuModuleGetFunction(&sum_bytes, module, "sum_bytes") != CUDA_SUCCESS ||
+        cuModuleGetFunction(&add_bytes, module, "add_bytes") != CUDA_SUCCESS) {
         fprintf(stderr, "cannot load sum_bytes from %s\n", TM_TEST_KERNELS);
         return 2;
     }
@@ -283,6 +358,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_launch_credits_what_it_points_into),
         cmocka_unit_test(test_fixed_sampling),
         cmocka_unit_test(test_collector_heat),
+        cmocka_unit_test(test_launch_values_replaced),
     };
     return cmocka_run_group_tests_name("heat/ alone on the fake driver", tests, NULL, NULL);
 }
