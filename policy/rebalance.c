@@ -8,6 +8,7 @@ typedef struct candidate {
     uint64_t index;
     double value;               /* heat times the link time a byte of it costs below HBM */
     bool loaded;
+    bool streams;
 } candidate;
 
 /* ---------------------------------------------------------------- order */
@@ -173,7 +174,8 @@ int tm_rebalance_plan(const tm_rebalance_input *in, tm_rebalance_move *out, size
                 }
                 continue;
             }
-            candidate c = { a, i, al->heat[i] * (al->loaded ? streamed_cost : 1.0), al->loaded };
+            candidate c = { a, i, al->heat[i] * (al->loaded ? streamed_cost : 1.0), al->loaded,
+                            al->streams && streamed_cost < 1.0 };
             if (from == TM_TIER_HBM)
                 down[nd++] = c;
             else if (promotable(order, from))
@@ -183,6 +185,8 @@ int tm_rebalance_plan(const tm_rebalance_input *in, tm_rebalance_move *out, size
     qsort(up, nu, sizeof *up, hottest_first);
     qsort(down, nd, sizeof *down, coldest_first);
 
+    /* A streaming weight going up displaces no other streaming weight (rebalance.h). */
+    size_t d_other = 0; /* the coldest HBM chunk not yet swapped that is no streaming weight */
     size_t u = 0, d = 0;
     for (; u < nu && budget > 0; u++) {
         const candidate *p = &up[u];
@@ -196,11 +200,20 @@ int tm_rebalance_plan(const tm_rebalance_input *in, tm_rebalance_move *out, size
             budget--;
             continue;
         }
-        if (d >= nd || budget < 2)
+        size_t *next = p->streams ? &d_other : &d;
+        while (*next < nd && (down[*next].value < 0 || (p->streams && down[*next].streams)))
+            (*next)++;
+        if (*next >= nd || budget < 2) {
+            if (p->streams)
+                continue; /* nothing it may displace: the next one below may be other memory */
             break;
-        const candidate *q = &down[d];
-        if (p->value <= q->value * TM_REBALANCE_MARGIN + TM_REBALANCE_MIN_GAIN)
+        }
+        const candidate *q = &down[*next];
+        if (p->value <= q->value * TM_REBALANCE_MARGIN + TM_REBALANCE_MIN_GAIN) {
+            if (p->streams)
+                continue;
             break; /* the hottest below is not clearly hotter than the coldest above */
+        }
         tm_tier_id to = demotion_tier(order, room);
         if (to == TM_TIER_HBM)
             break; /* no lower tier has room for the chunk going out */
@@ -208,7 +221,7 @@ int tm_rebalance_plan(const tm_rebalance_input *in, tm_rebalance_move *out, size
         room[from]++;
         moves[n++] = (chunk_move){ q->alloc, q->index, to };
         moves[n++] = (chunk_move){ p->alloc, p->index, TM_TIER_HBM };
-        d++;
+        down[(*next)++].value = -1; /* swapped: neither pointer takes it again */
         budget -= 2;
     }
     int runs = merge_runs(in, moves, n, out, capacity);

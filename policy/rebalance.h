@@ -24,7 +24,9 @@
  * data streams through the HBM ring (`streamed_cost` below 1), a byte of it below HBM costs
  * the link that share of what a byte read in place costs, so its heat counts for that much
  * in ranking and in every swap: HBM goes first to what cannot stream (KV cache, buffers
- * the program writes). Chunks of equal rank keep
+ * the program writes). And no swap trades one streaming weight for another (`streams`):
+ * each crosses the link once a step whichever of them stays, so such a swap only spends
+ * the link (their heat per byte differs by how kernels read them, not by use). Chunks of equal rank keep
  * address order, so an allocation that is uniformly hot or cold moves whole; moves come out merged into runs of adjacent chunks of one allocation
  * going to one tier, each marked `whole` when it covers its allocation. */
 #ifndef TM_POLICY_REBALANCE_H
@@ -52,6 +54,8 @@ typedef struct tm_rebalance_alloc {
     const uint8_t *pin;         /* [chunks] tm_tier_id a rule keeps each chunk in, TM_TIER_COUNT for
                                  * none; or NULL: no rule applies to the allocation */
     bool loaded;                /* holds data copied from a model file (weights) */
+    bool streams;               /* a weight the stream ring copies whole each cycle while it is below
+                                 * HBM (with streamed_cost below 1) */
 } tm_rebalance_alloc;
 
 typedef struct tm_rebalance_input {

@@ -211,6 +211,60 @@ static void test_streamed_weights_give_way(void **state)
     assert_int_equal(out[0].alloc, 1);
 }
 
+/* While weights stream, a streaming weight never displaces another, however their heat per
+ * byte differs (how kernels read a matrix sets it, not how often): each crosses the link
+ * once a step whichever stays. It still displaces what does not stream (a gathered
+ * embedding), and KV cache still displaces streaming weights. */
+static void test_streaming_weights_never_swap(void **state)
+{
+    (void)state;
+    fake_alloc f[3];
+    tm_rebalance_alloc a[3] = {
+        make_alloc(&f[0], 4, TM_TIER_DDR, 1.5),  /* w_q: matrix read whole, below HBM */
+        make_alloc(&f[1], 4, TM_TIER_HBM, 0.14), /* w_2: matrix read whole, in HBM */
+        make_alloc(&f[2], 4, TM_TIER_HBM, 0.01), /* token_embd: gathered, in HBM */
+    };
+    a[0].loaded = a[1].loaded = a[2].loaded = true;
+    a[0].streams = a[1].streams = true;
+    tm_rebalance_input in = make_input(a, 3, 0, 100, 100);
+    in.streamed_cost = TM_REBALANCE_STREAMED_COST;
+    tm_rebalance_move out[16];
+    /* the embedding goes down, w_q comes up; w_2 stays (moves come in allocation order) */
+    int n = tm_rebalance_plan(&in, out, 16);
+    assert_int_equal(n, 2);
+    assert_int_equal(out[0].alloc, 0);
+    assert_int_equal(out[0].to, TM_TIER_HBM);
+    assert_int_equal(out[1].alloc, 2);
+    assert_int_equal(out[1].to, TM_TIER_DDR);
+    assert_true(out[0].whole && out[1].whole);
+
+    /* the embedding below HBM already: nothing moves */
+    for (int i = 0; i < 4; i++)
+        f[2].tier[i] = TM_TIER_DDR;
+    assert_int_equal(tm_rebalance_plan(&in, out, 16), 0);
+
+    /* nothing streaming (the ring declined): heat decides again */
+    in.streamed_cost = 1.0;
+    n = tm_rebalance_plan(&in, out, 16);
+    assert_int_equal(n, 2);
+    assert_int_equal(out[0].alloc, 0);
+    assert_int_equal(out[0].to, TM_TIER_HBM);
+    assert_int_equal(out[1].alloc, 1);
+    assert_int_equal(out[1].to, TM_TIER_DDR);
+
+    /* KV cache read every step displaces a streaming weight */
+    in.streamed_cost = TM_REBALANCE_STREAMED_COST;
+    a[2].loaded = false;
+    for (int i = 0; i < 4; i++)
+        f[2].heat[i] = 1.0;
+    n = tm_rebalance_plan(&in, out, 16);
+    assert_int_equal(n, 2);
+    assert_int_equal(out[0].alloc, 1);
+    assert_int_equal(out[0].to, TM_TIER_DDR);
+    assert_int_equal(out[1].alloc, 2);
+    assert_int_equal(out[1].to, TM_TIER_HBM);
+}
+
 static void test_near_equal_heat_does_not_move(void **state)
 {
     (void)state;
@@ -449,6 +503,7 @@ int main(void)
         cmocka_unit_test(test_embedding_down_layers_up),
         cmocka_unit_test(test_equal_heat_weights_first),
         cmocka_unit_test(test_streamed_weights_give_way),
+        cmocka_unit_test(test_streaming_weights_never_swap),
         cmocka_unit_test(test_near_equal_heat_does_not_move),
         cmocka_unit_test(test_recently_moved_chunks_stay),
         cmocka_unit_test(test_budget_limits_a_pass),
