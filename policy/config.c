@@ -311,8 +311,8 @@ static const variable variables[] = {
     { "TIERMEM_FILE_TIER", parse_file_tier, "0 or 1" },
     { "TIERMEM_STREAM", parse_stream, "auto, on or off" },
     { "TIERMEM_STREAM_RING", parse_stream_ring,
-      "a size above 0 with an optional K, M, G or T suffix (e.g. 64M): the ring's HBM, in whole chunks, from 2 to "
-      "256 of them" },
+      "a size above 0 with an optional K, M, G or T suffix (e.g. 64M): the ring's HBM, in whole chunks, at least 2 "
+      "of them" },
 };
 
 #define VARIABLE_COUNT (sizeof variables / sizeof variables[0])

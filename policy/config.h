@@ -53,8 +53,8 @@ typedef enum tm_ipc_mode {
 
 /* Whether the heat policy streams spilled weights through an HBM ring (TIERMEM_STREAM). */
 typedef enum tm_stream_mode {
-    TM_STREAM_AUTO = 0,      /* when the ring is a small share of HBM (TM_STREAM_AUTO_SHARE) */
-    TM_STREAM_ON,            /* whenever HBM has room for the ring */
+    TM_STREAM_AUTO = 0,      /* where streaming crosses the link faster (policy/stream_plan.h) */
+    TM_STREAM_ON,            /* whenever HBM can give the ring */
     TM_STREAM_OFF,
 } tm_stream_mode;
 
@@ -93,8 +93,8 @@ typedef struct tm_config {
     bool file_tier;              /* TIERMEM_FILE_TIER=1: chunks holding model-file bytes may drop */
     tm_ipc_mode ipc;             /* TIERMEM_IPC */
     tm_stream_mode stream;       /* TIERMEM_STREAM */
-    tm_opt_size stream_ring;     /* TIERMEM_STREAM_RING: the ring's HBM (default: 1/256 of the HBM
-                                  * limit; whole chunks, 2 to TM_STREAM_SLOTS_MAX of them) */
+    tm_opt_size stream_ring;     /* TIERMEM_STREAM_RING: the ring's HBM (default: the largest spilled
+                                  * weight and a chunk, policy/stream_plan.h; whole chunks, at least 2) */
     char profile_path[TM_CONFIG_PATH_MAX]; /* TIERMEM_PROFILE: warm-start heat; empty: none */
 } tm_config;
 

@@ -72,13 +72,13 @@ const tm_setting_doc tm_setting_docs[] = {
       "`auto`" },
     { "TIERMEM_STREAM", PLACEMENT,
       "under `heat`: `auto` streams spilled weights through an HBM staging ring ahead of the kernels "
-      "that read them when the ring is at most 1/16 of HBM; `on` whenever HBM has room for it; `off` "
-      "leaves spilled weights read in place; no ring with `TIERMEM_FILE_TIER=1`",
+      "that read them, sized once a decode step has shown which weights it reads, where that crosses the "
+      "link faster than reading them in place (the ring's HBM counted); `on` whenever HBM can give the "
+      "ring; `off` leaves spilled weights read in place; no ring with `TIERMEM_FILE_TIER=1`",
       "`auto`" },
     { "TIERMEM_STREAM_RING", PLACEMENT,
-      "the staging ring's HBM, in whole chunks from 2 to 256, taken when the device is set up; a "
-      "tensor of more chunks than the ring holds streams in part, the rest is read in place",
-      "1/256 of the HBM limit" },
+      "the staging ring's HBM, in whole chunks, at least 2; a weight larger than the ring is read in place",
+      "the largest spilled weight and one chunk, at most 1/4 of the HBM limit" },
     { "TIERMEM_FILE_TIER", PLACEMENT,
       "`1`: chunks copied whole from a model file give their memory back when no tier has room, and "
       "are read back from the file before work needs them",

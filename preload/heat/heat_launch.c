@@ -16,11 +16,6 @@
 bool tm_heat_launch_on;
 static __thread uint32_t countdown; /* launches of this thread until its next sample */
 
-/* Without a better guess, a kernel touches at most this much of each buffer it is handed,
- * per thread launched: a gather of a few rows reaches little of a table, a matrix-vector
- * product over all rows reaches all of its matrix. */
-#define BYTES_PER_THREAD 16
-
 static uint32_t sample_every = 1;
 static bool sample_fixed;              /* TIERMEM_HEAT_SAMPLE: sample_every and burst_len stay */
 /* xorshift, from the same seed in every thread and run: samples must not lock onto a
@@ -115,7 +110,7 @@ static void sample_launch(CUfunction f, uint64_t threads, void **params, void **
     if (tm_registry_count() != 0 && (params || extra)) {
         uint64_t values[TM_LAUNCH_MAX_POINTERS];
         size_t n = tm_launch_pointers(f, params, extra, values, &learning);
-        sample s = { .reach_bytes = (double)threads * BYTES_PER_THREAD, .weight = every,
+        sample s = { .reach_bytes = (double)threads * TM_HEAT_BYTES_PER_THREAD, .weight = every,
                      .tick = tm_heat_now_tick() };
         uint64_t lo = __atomic_load_n(&tm_heat_span_lo, __ATOMIC_RELAXED);
         uint64_t hi = __atomic_load_n(&tm_heat_span_hi, __ATOMIC_RELAXED);

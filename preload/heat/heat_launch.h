@@ -32,6 +32,11 @@
 #define TM_HEAT_BURST_MAX 1024
 #define TM_HEAT_BURSTS_PER_TICK 4      /* bursts aimed at per heat interval */
 
+/* Without a better guess, a kernel touches at most this much of each buffer it is handed,
+ * per thread launched: a gather of a few rows reaches little of a table, a matrix-vector
+ * product over all rows reaches all of its matrix. */
+#define TM_HEAT_BYTES_PER_THREAD 16
+
 extern bool tm_heat_launch_on;
 
 /* Turns the source on (tm_heat_start): `fixed_every` 1 launch in N sampled, or 0: N adapts. */

@@ -3,209 +3,332 @@
 
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
-#include <time.h>
+#include <uthash.h>
 
 #include "policy/prefetch_order.h"
+#include "policy/rebalance.h"
+#include "policy/staging_ring.h"
+#include "policy/stream_plan.h"
 #include "policy/units.h"
-#include "preload/mem/alloc.h"
-#include "preload/mem/chunk_pool.h"
-#include "preload/driver/driver.h"
-#include "preload/heat/heat.h"
-#include "preload/heat/heat_launch.h"
 #include "preload/base/log.h"
+#include "preload/driver/driver.h"
+#include "preload/driver/launch_params.h"
+#include "preload/heat/heat_launch.h"
+#include "preload/mem/chunk_pool.h"
 #include "preload/move/migrate.h"
-#include "preload/move/stream_trial.h"
 #include "preload/region/stats.h"
-#include "preload/driver/submit_gate.h"
 
-#define REFS_MAX TM_STREAM_SLOTS_MAX /* streamable chunks of one launch looked after; more are read in place */
-#define IN_PLACE_EVENTS 16  /* launches reading a spilled chunk in place, tracked until a remap */
+#define REFS_MAX 32      /* weights one launch reads that are looked after; more are read in place */
+#define LOOKAHEAD 64     /* weights predicted next that a launch looks at for prefetching */
+/* A launch whose threads reach (TM_HEAT_BYTES_PER_THREAD each) under 1/GATHER_SHARE of the
+ * weight from its pointer on reads rows of it, not all of it (an embedding gathered): a
+ * matrix-vector product reaches 1/8 of its matrix by that count, a gather of one token's
+ * row of a 32k-token table 1/32768. */
+#define GATHER_SHARE 64
+/* Launches that read weights seen without a cycle of them showing: nothing will stream. */
+#define LEARN_LAUNCHES_MAX (1u << 16)
 
 bool tm_stream_ready;
 
-typedef enum slot_state { SLOT_FREE, SLOT_FILLING, SLOT_MAPPED } slot_state;
-
-typedef struct slot {
-    CUmemGenericAllocationHandle handle; /* an HBM chunk */
-    CUdeviceptr staging;   /* where `handle` stays mapped: the copies' destination */
-    CUevent filled;        /* recorded on the ring's stream after the copy into it */
+/* What the ring keeps per extent (the same index as policy/staging_ring.h's entries). */
+typedef struct stage {
+    CUevent filled;        /* recorded on the ring's stream after the copy into the extent */
     CUevent read;          /* recorded after the last launch that read it */
     bool read_recorded;
     CUstream read_on;      /* the stream `read` was recorded on */
-    slot_state state;
-    bool wanted;           /* it holds a chunk the launch between before and after reads */
-    CUdeviceptr key;       /* FILLING, MAPPED: the address of the chunk it holds */
-    uint64_t last_use;     /* launch number of its last reader: the oldest is recycled first */
-} slot;
+} stage;
 
-/* A launch that read spilled chunks in place: none of them is remapped before it ends. */
-typedef struct in_place {
-    CUdeviceptr lo, hi;    /* the chunks [lo, hi) it may have read; lo == hi: the entry is free */
-    CUevent done;
-} in_place;
+/* A weight some launch read, and how. */
+typedef struct weight {
+    CUdeviceptr base;      /* the key */
+    bool read_whole;       /* some launch reached all of it: it streams; else it is only
+                            * ever gathered, and read in place */
+    UT_hash_handle hh;
+} weight;
 
-/* A streamable chunk a launch references, and how far the launch may read on from it. */
+/* A weight the launch in progress reads. */
 typedef struct ref {
-    CUdeviceptr key;
-    CUdeviceptr end;       /* the end of its allocation's chunks */
-    int slot;              /* the slot mapped at it for this launch, or -1: read in place */
+    CUdeviceptr base;      /* the weight's address, its key */
+    uint64_t size;         /* the bytes the program asked for */
+    bool streams;          /* below HBM in part, read whole, no larger than the ring */
+    int entry;             /* its extent for this launch, or -1: read in place */
 } ref;
 
 static struct {
-    pthread_mutex_t lock;          /* taken after the remap lock */
+    pthread_mutex_t lock;               /* taken after the remap lock */
     tm_device *device;
     uint64_t chunk;
-    bool have_slots;               /* the chunks were taken at start */
-    CUcontext ctx;                 /* of the stream and events; NULL until the first spilled launch */
-    CUstream stream;               /* the ring's copy stream */
-    CUdeviceptr staging;           /* `slots` chunks of address space */
-    int slots;                     /* chunks of the ring */
-    slot slot[TM_STREAM_SLOTS_MAX];
-    in_place in_place[IN_PLACE_EVENTS];
-    int in_place_next;
+    uint64_t asked;                     /* TIERMEM_STREAM_RING, or 0 */
+    bool forced;                        /* TIERMEM_STREAM=on */
+    bool may_demote;                    /* resident weights may move below HBM to make room: not
+                                         * under TIERMEM_MIGRATE_RATE=0 or TIERMEM_RULES */
+    uint64_t largest;                   /* bytes of the largest weight the ring could ever hold */
+    bool learning;                      /* launches watched, no ring yet */
+    bool plan_due;                      /* a cycle was seen: the ring is sized at the next launch */
+    bool failed;                        /* it declined or stopped: launches are left alone */
+    bool streaming;                     /* the ring is set up and streams (atomic) */
     tm_prefetch_order order;
-    bool failed;
-    bool measure;                  /* TIERMEM_STREAM=auto: stream only where the trial says it pays */
-    ref refs[REFS_MAX];            /* the launch between before and after */
+    weight *weights;                    /* every weight a launch read, by address (uthash) */
+    /* the ring, once sized */
+    CUcontext ctx;
+    CUstream stream;                    /* the ring's copies */
+    CUdeviceptr staging;                /* `chunks` chunks of address space, mapped once */
+    CUmemGenericAllocationHandle *handle; /* [chunks] its HBM chunks */
+    int chunks;                         /* taken */
+    int mapped;                         /* of them mapped at `staging` */
+    tm_staging_ring *extents;
+    stage *stage;                       /* [TM_STAGING_MAX] */
+    uint32_t evicted[TM_STAGING_MAX];
+    /* the launch between before and after */
+    ref refs[REFS_MAX];
     int ref_count;
-    bool overflow;                 /* it referenced more streamable chunks than refs holds */
-    uint64_t launches;
-    double typical_density;        /* heat per byte of the chunks pointers fall in, averaged */
+    CUstream on;                        /* its stream, as events see it */
+    void **params, **extra;             /* its own arguments, given back after it */
+    tm_launch_args args;
     /* figures for the exit line */
-    uint64_t streamed, streamed_bytes, in_place_reads, copy_waits, copy_wait_ns, slot_waits;
+    uint64_t staged, staged_bytes, late, replaced, in_place, demoted_bytes;
+    uint64_t learned;                   /* launches that read weights while learning */
 } ring = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
-static uint64_t now_ns(void)
+/* The ring streams, or no longer: the rebalancer and the router's view of the device
+ * (spilled weights may then be placed below HBM while loading) follow. */
+static void set_streaming(bool on)
 {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+    __atomic_store_n(&ring.streaming, on, __ATOMIC_RELEASE);
+    if (ring.device)
+        __atomic_store_n(&ring.device->streams, on, __ATOMIC_RELEASE);
+}
+
+/* Launches are watched, or no longer: off, nothing streams any more. */
+static void set_ready(bool on)
+{
+    if (!on)
+        set_streaming(false);
+    __atomic_store_n(&tm_stream_ready, on, __ATOMIC_RELEASE);
 }
 
 /* ---------------------------------------------------------------- start */
 
-/* The ring streams, or stops: the fast path of launches and the router's view of the
- * device (its weights may spill while loading, to stream) follow. */
-static void set_ready(bool on)
-{
-    if (ring.device)
-        __atomic_store_n(&ring.device->streams, on, __ATOMIC_RELEASE);
-    __atomic_store_n(&tm_stream_ready, on, __ATOMIC_RELEASE);
-}
-
 void tm_stream_ring_start(tm_device *device, const tm_config *config)
 {
-    if (config->policy != TM_POLICY_HEAT || ring.have_slots)
+    if (config->policy != TM_POLICY_HEAT || ring.device)
         return;
-    int slots = tm_stream_ring_slots(config->stream_ring.set ? config->stream_ring.bytes : 0,
-                                     device->tiers.tier[TM_TIER_HBM].limit, device->policy.chunk_size);
-    uint64_t ring_bytes = (uint64_t)slots * device->policy.chunk_size;
-    char size[32], large[128];
-    tm_format_size(ring_bytes, size, sizeof size);
-    snprintf(large, sizeof large, "its %s would be more than 1/%d of HBM; TIERMEM_STREAM=on streams anyway", size,
-             TM_STREAM_AUTO_SHARE);
     const char *why = config->stream == TM_STREAM_OFF ? "TIERMEM_STREAM=off"
-                      : config->stream == TM_STREAM_AUTO &&
-                                ring_bytes * TM_STREAM_AUTO_SHARE > device->tiers.tier[TM_TIER_HBM].limit
-                          ? large
-                      : device->target.pinned_host ? "lower tiers are pinned host memory"
-                      : config->file_tier ? "TIERMEM_FILE_TIER=1 drops chunks the ring would map"
-                      : !tm_real.cuEventCreate || !tm_real.cuStreamWaitEvent ? "the driver lacks events"
-                      : NULL;
-    int taken = 0;
-    while (!why && taken < slots && tm_chunk_pool_take(device, TM_TIER_HBM, &ring.slot[taken].handle))
-        taken++;
-    if (!why && taken < slots) {
-        while (taken > 0)
-            tm_chunk_pool_give(device, TM_TIER_HBM, ring.slot[--taken].handle);
-        why = "HBM has no room for its chunks";
-    }
+                      : device->target.pinned_host    ? "lower tiers are pinned host memory"
+                      : config->file_tier             ? "TIERMEM_FILE_TIER=1 drops chunks the ring would copy"
+                      : !tm_real.cuEventCreate || !tm_real.cuStreamWaitEvent || !tm_real.cuMemcpyDtoDAsync_v2
+                          ? "the driver lacks events or asynchronous copies"
+                      : !tm_real.cuFuncGetParamInfo ? "the driver does not describe kernel parameters (cuFuncGetParamInfo)"
+                                                    : NULL;
+    if (!why && !tm_prefetch_order_init(&ring.order))
+        why = "out of memory";
     if (why) {
-        tm_info("policy heat: spilled chunks are read in place, not streamed (%s)", why);
-        return;
-    }
-    if (!tm_prefetch_order_init(&ring.order)) {
-        while (taken > 0)
-            tm_chunk_pool_give(device, TM_TIER_HBM, ring.slot[--taken].handle);
-        tm_info("policy heat: spilled chunks are read in place, not streamed (out of memory)");
+        tm_info("policy heat: spilled weights are read in place, not streamed (%s)", why);
         return;
     }
     ring.device = device;
     ring.chunk = device->policy.chunk_size;
-    ring.slots = slots;
-    ring.have_slots = true;
-    ring.measure = config->stream == TM_STREAM_AUTO;
-    tm_info("policy heat: spilled weights stream through a ring of %d HBM chunks (%s)", slots, size);
+    ring.asked = config->stream_ring.set ? config->stream_ring.bytes : 0;
+    ring.forced = config->stream == TM_STREAM_ON;
+    ring.may_demote = config->migrate_rate > 0 && device->policy.rules.count == 0;
+    uint64_t hbm = device->tiers.tier[TM_TIER_HBM].limit;
+    ring.largest = ring.asked ? ring.asked : hbm / TM_STREAM_PLAN_HBM_SHARE;
+    ring.learning = true;
     set_ready(true);
 }
 
-int tm_stream_ring_slots(uint64_t asked, uint64_t hbm, uint64_t chunk)
+/* ---------------------------------------------------------------- weights */
+
+/* A chunked allocation whose chunks hold model-file data (provenance.h: read-only), small
+ * enough for a ring: its first, middle and last chunks are looked at. */
+static bool is_weight(const tm_alloc *a)
 {
-    uint64_t want = chunk ? (asked ? asked : hbm / TM_STREAM_RING_SHARE) / chunk : 0;
-    return want < TM_STREAM_SLOTS_MIN ? TM_STREAM_SLOTS_MIN : want > TM_STREAM_SLOTS_MAX ? TM_STREAM_SLOTS_MAX : (int)want;
+    const tm_backing *b = a ? a->backing : NULL;
+    if (!b || b->pinned_host || b->plan.chunk_size != ring.chunk || b->plan.chunks == 0 ||
+        a->range.size > ring.largest)
+        return false;
+    const tm_tensor **labels = __atomic_load_n(&a->label, __ATOMIC_ACQUIRE);
+    uint64_t last = b->plan.chunks - 1;
+    return labels && __atomic_load_n(&labels[0], __ATOMIC_RELAXED) &&
+           __atomic_load_n(&labels[last / 2], __ATOMIC_RELAXED) && __atomic_load_n(&labels[last], __ATOMIC_RELAXED);
 }
 
-/* The ring lets go of everything it holds, its chunks back to HBM's pool, and streaming
- * stops for the run (lock held, in the ring's context, nothing mapped onto a slot). */
-static void give_back(void)
+static bool below_hbm(const tm_alloc *a)
 {
-    for (int s = 0; s < ring.slots; s++) {
-        slot *sl = &ring.slot[s];
-        if (sl->staging)
-            tm_real.cuMemUnmap(sl->staging, ring.chunk);
-        if (sl->filled)
-            tm_real.cuEventDestroy_v2(sl->filled);
-        if (sl->read)
-            tm_real.cuEventDestroy_v2(sl->read);
-        tm_chunk_pool_give(ring.device, TM_TIER_HBM, sl->handle);
-        memset(sl, 0, sizeof *sl);
+    const tm_plan *p = &a->backing->plan;
+    return __atomic_load_n(&p->per_tier[TM_TIER_HBM], __ATOMIC_RELAXED) < p->chunks;
+}
+
+/* The record of the weight at `base`, made when `create` (NULL without memory). */
+static weight *weight_at(CUdeviceptr base, bool create)
+{
+    weight *w;
+    HASH_FIND(hh, ring.weights, &base, sizeof base, w);
+    if (!w && create && (w = calloc(1, sizeof *w))) {
+        w->base = base;
+        HASH_ADD(hh, ring.weights, base, sizeof w->base, w);
     }
-    for (int i = 0; i < IN_PLACE_EVENTS; i++)
-        if (ring.in_place[i].done)
-            tm_real.cuEventDestroy_v2(ring.in_place[i].done);
-    if (ring.staging)
-        tm_release_call(tm_real.cuMemAddressFree(ring.staging, (uint64_t)ring.slots * ring.chunk));
-    if (ring.stream)
+    return w;
+}
+
+/* Only ever gathered by the launches seen: copying it whole would cost many times what
+ * reading its rows in place does. */
+static bool only_gathered(CUdeviceptr base)
+{
+    const weight *w = weight_at(base, false);
+    return w && !w->read_whole;
+}
+
+/* Notes the weight `a` that the launch's pointer `value` falls in, read by `threads`. */
+static void add_ref(tm_alloc *a, uint64_t value, uint64_t threads)
+{
+    for (int i = 0; i < ring.ref_count; i++)
+        if (ring.refs[i].base == a->range.base)
+            return;
+    if (ring.ref_count == REFS_MAX)
+        return; /* read in place */
+    uint64_t ahead = value - a->range.base < a->range.size ? a->range.base + a->range.size - value : 0;
+    bool whole = ahead > 0 && threads * TM_HEAT_BYTES_PER_THREAD * GATHER_SHARE >= ahead;
+    weight *w = weight_at(a->range.base, true);
+    if (w && whole)
+        w->read_whole = true;
+    bool fits = ring.extents && tm_staging_extent(ring.extents, a->range.size) <= ring.extents->capacity;
+    ring.refs[ring.ref_count++] = (ref){ .base = a->range.base, .size = a->range.size, .entry = -1,
+                                         .streams = fits && whole && below_hbm(a) };
+}
+
+static void collect_refs(const uint64_t *values, size_t n, uint64_t threads)
+{
+    ring.ref_count = 0;
+    for (size_t i = 0; i < n; i++) {
+        tm_alloc *a = values[i] ? tm_alloc_at(values[i]) : NULL;
+        if (is_weight(a))
+            add_ref(a, values[i], threads);
+    }
+}
+
+bool tm_stream_ring_streaming(void)
+{
+    return __atomic_load_n(&ring.streaming, __ATOMIC_ACQUIRE);
+}
+
+bool tm_stream_ring_reads_whole(CUdeviceptr base)
+{
+    pthread_mutex_lock(&ring.lock);
+    const weight *w = ring.device ? weight_at(base, false) : NULL;
+    bool whole = w && w->read_whole;
+    pthread_mutex_unlock(&ring.lock);
+    return whole;
+}
+
+/* ---------------------------------------------------------------- the ring's memory */
+
+static void stop_streaming(const char *what, CUresult r);
+
+/* Everything the ring holds goes back: its copies and readers are waited for, its chunks
+ * go to HBM's pool (in the ring's context; lock held). */
+static void release_ring(void)
+{
+    if (ring.stream) /* launches may still read the ring: everything in the context ends first */
+        tm_real.cuCtxSynchronize();
+    if (ring.extents && ring.stage)
+        for (uint32_t e = 0; e < TM_STAGING_MAX; e++) {
+            stage *s = &ring.stage[e];
+            if (s->read_recorded)
+                tm_real.cuEventSynchronize(s->read);
+            if (s->filled)
+                tm_real.cuEventDestroy_v2(s->filled);
+            if (s->read)
+                tm_real.cuEventDestroy_v2(s->read);
+        }
+    if (ring.staging) {
+        for (int c = 0; c < ring.mapped; c++)
+            tm_release_call(tm_real.cuMemUnmap(ring.staging + (uint64_t)c * ring.chunk, ring.chunk));
+        tm_release_call(tm_real.cuMemAddressFree(ring.staging, (uint64_t)ring.chunks * ring.chunk));
+    }
+    if (ring.stream) /* refused when the program released its context first: the stream went with it */
         tm_real.cuStreamDestroy_v2(ring.stream);
+    for (int c = 0; c < ring.chunks; c++)
+        tm_chunk_pool_give(ring.device, TM_TIER_HBM, ring.handle[c]);
+    free(ring.handle);
+    free(ring.extents);
+    free(ring.stage);
+    ring.handle = NULL;
+    ring.extents = NULL;
+    ring.stage = NULL;
     ring.staging = 0;
     ring.stream = NULL;
-    ring.have_slots = false;
-    ring.failed = true;
-    set_ready(false);
+    ring.chunks = ring.mapped = 0;
 }
 
-/* TIERMEM_STREAM=auto: one remap and one copy of a chunk, timed; where two remaps cost more
- * than the copy saves over reading in place, the ring gives its HBM back (true: it did). */
-static bool decline_if_it_does_not_pay(void)
+/* A weight resident in HBM that could go below it to make room for the ring. */
+typedef struct candidate {
+    CUdeviceptr base;
+    uint64_t size;
+    bool gathered;
+    uint32_t position;     /* in the cycle's order */
+} candidate;
+
+/* Gathered weights first: read in place they cost the link nearly nothing. Then the largest:
+ * the fewest moves, and the fewest weights made to stream. */
+static int by_room_given(const void *x, const void *y)
 {
-    tm_stream_trial trial;
-    bool measured = tm_stream_trial_run(ring.slot[0].staging, ring.slot[0].handle, ring.chunk,
-                                        ring.device->target.device, ring.stream, &trial);
-    if (measured && tm_stream_trial_pays(&trial))
+    const candidate *a = x, *b = y;
+    if (a->gathered != b->gathered)
+        return a->gathered ? -1 : 1;
+    if (a->size != b->size)
+        return a->size < b->size ? 1 : -1;
+    return (a->position > b->position) - (a->position < b->position);
+}
+
+/* Moves a resident weight below HBM, into the first lower tier of the order with room. */
+static bool demote(const candidate *c)
+{
+    const tm_tier_order *order = &ring.device->policy.order;
+    for (int i = 0; i < order->count; i++) {
+        tm_tier_id t = order->tier[i];
+        if (t == TM_TIER_HBM || !ring.device->tiers.tier[t].present)
+            continue;
+        if (tm_migrate_range(c->base, c->size, t) == CUDA_SUCCESS) {
+            ring.demoted_bytes += c->size;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Takes the ring's chunks: from HBM's room, then from resident weights moved below HBM.
+ * No lock held (migrations take the remap lock). */
+static bool take_chunks(int chunks, candidate *cand, size_t cand_count)
+{
+    ring.handle = calloc((size_t)chunks, sizeof *ring.handle);
+    if (!ring.handle)
         return false;
-    if (measured)
-        tm_info("policy heat: spilled chunks are read in place, not streamed: a remap costs %.1f us, two a chunk, "
-                "against the %.1f us its copy saves over reading it in place (its copy takes %.1f us); the ring's %d "
-                "HBM chunks go back (TIERMEM_STREAM=on streams anyway)",
-                (double)trial.remap_ns / 1e3, tm_stream_trial_saved_ns(&trial) / 1e3,
-                (double)trial.copy_ns / 1e3, ring.slots);
-    else
-        tm_info("policy heat: spilled chunks are read in place, not streamed: timing a remap failed");
-    give_back();
+    size_t next = 0;
+    while (ring.chunks < chunks) {
+        if (tm_chunk_pool_take(ring.device, TM_TIER_HBM, &ring.handle[ring.chunks])) {
+            ring.chunks++;
+            continue;
+        }
+        while (ring.may_demote && next < cand_count && !demote(&cand[next]))
+            next++;
+        if (!ring.may_demote || next++ >= cand_count)
+            return false;
+    }
     return true;
 }
 
-/* The stream, events and staging range, in the context of the first spilled launch. */
-static bool set_up_in(CUcontext ctx)
+/* Maps the chunks once at a range of their own (in the current context). */
+static bool map_ring(void)
 {
+    uint64_t bytes = (uint64_t)ring.chunks * ring.chunk;
     if (tm_real.cuStreamCreate(&ring.stream, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) {
         ring.stream = NULL;
         return false;
     }
-    ring.ctx = ctx;
-    if (tm_real.cuMemAddressReserve(&ring.staging, (uint64_t)ring.slots * ring.chunk, ring.chunk, 0, 0) !=
-        CUDA_SUCCESS) {
+    if (tm_real.cuMemAddressReserve(&ring.staging, bytes, ring.chunk, 0, 0) != CUDA_SUCCESS) {
         ring.staging = 0;
         return false;
     }
@@ -213,272 +336,248 @@ static bool set_up_in(CUcontext ctx)
         .location = { .type = CU_MEM_LOCATION_TYPE_DEVICE, .id = ring.device->target.device },
         .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
     };
-    for (int s = 0; s < ring.slots; s++) {
-        slot *sl = &ring.slot[s];
-        CUdeviceptr at = ring.staging + (uint64_t)s * ring.chunk;
-        if (tm_real.cuMemMap(at, ring.chunk, 0, sl->handle, 0) != CUDA_SUCCESS)
+    for (int c = 0; c < ring.chunks; c++) {
+        CUdeviceptr at = ring.staging + (uint64_t)c * ring.chunk;
+        if (tm_real.cuMemMap(at, ring.chunk, 0, ring.handle[c], 0) != CUDA_SUCCESS)
             return false;
-        sl->staging = at;
-        if (tm_real.cuMemSetAccess(at, ring.chunk, &access, 1) != CUDA_SUCCESS ||
-            tm_real.cuEventCreate(&sl->filled, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS ||
-            tm_real.cuEventCreate(&sl->read, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS)
+        ring.mapped++;
+        if (tm_real.cuMemSetAccess(at, ring.chunk, &access, 1) != CUDA_SUCCESS)
             return false;
     }
-    for (int i = 0; i < IN_PLACE_EVENTS; i++)
-        if (tm_real.cuEventCreate(&ring.in_place[i].done, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS)
-            return false;
-    if (ring.measure)
-        decline_if_it_does_not_pay();
-    return true;
-}
-
-/* ---------------------------------------------------------------- chunks */
-
-/* Whether the chunk of `a` at `address` streams: spilled below HBM in a VMM backing and
- * holding a model-file tensor (weights: read-only). Its address and the bytes worth
- * copying (the program's part of it) in *key and *bytes. */
-static bool streamable(const tm_alloc *a, CUdeviceptr address, CUdeviceptr *key, uint64_t *bytes, CUdeviceptr *end)
-{
-    const tm_backing *b = a ? a->backing : NULL;
-    if (!b || b->pinned_host || b->plan.chunk_size != ring.chunk || address < b->base ||
-        address >= b->base + b->bytes)
+    ring.extents = malloc(sizeof *ring.extents);
+    ring.stage = calloc(TM_STAGING_MAX, sizeof *ring.stage);
+    if (!ring.extents || !ring.stage)
         return false;
-    uint64_t i = (address - b->base) / ring.chunk;
-    const tm_tensor **labels = __atomic_load_n(&a->label, __ATOMIC_ACQUIRE);
-    tm_tier_id tier = tm_backing_chunk_tier(b, i);
-    if (!labels || !__atomic_load_n(&labels[i], __ATOMIC_RELAXED) || tier == TM_TIER_HBM || tier == TM_TIER_DROPPED)
-        return false;
-    *key = b->base + i * ring.chunk;
-    *end = b->base + b->bytes;
-    uint64_t left = a->range.size - i * ring.chunk;
-    *bytes = left < ring.chunk ? left : ring.chunk;
+    tm_staging_init(ring.extents, bytes, TM_STAGING_ALIGN);
     return true;
 }
 
-/* The chunk's own (lower-tier) handle; false when its allocation is gone. */
-static bool own_handle(CUdeviceptr key, CUmemGenericAllocationHandle *handle)
+/* ---------------------------------------------------------------- sizing */
+
+/* What one cycle reads, from the learned order (locks held): the spilled weights' sizes
+ * into sizes[], the resident ones that could make room into cand[]. */
+static void survey(uint64_t *sizes, size_t *count, candidate *cand, size_t *cand_count)
 {
-    tm_alloc *a = tm_alloc_at(key);
-    if (!a || !a->backing || key < a->backing->base || key >= a->backing->base + a->backing->bytes)
-        return false;
-    *handle = a->backing->handle[(key - a->backing->base) / ring.chunk];
-    return true;
-}
-
-static int slot_of(CUdeviceptr key)
-{
-    for (int s = 0; s < ring.slots; s++)
-        if (ring.slot[s].state != SLOT_FREE && ring.slot[s].key == key)
-            return s;
-    return -1;
-}
-
-/* ---------------------------------------------------------------- remaps */
-
-static CUresult map_at(CUdeviceptr at, CUmemGenericAllocationHandle handle)
-{
-    CUresult r = tm_real.cuMemMap(at, ring.chunk, 0, handle, 0);
-    if (r != CUDA_SUCCESS)
-        return r;
-    CUmemAccessDesc access = {
-        .location = { .type = CU_MEM_LOCATION_TYPE_DEVICE, .id = ring.device->target.device },
-        .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
-    };
-    r = tm_real.cuMemSetAccess(at, ring.chunk, &access, 1);
-    if (r != CUDA_SUCCESS)
-        tm_release_call(tm_real.cuMemUnmap(at, ring.chunk));
-    return r;
-}
-
-/* Maps `to` at `at` in place of `from`, with the gate closed; on failure `from` is mapped
- * there again. The caller has fenced every reader of `from` at `at`. */
-static CUresult swap_mapping(CUdeviceptr at, CUmemGenericAllocationHandle from, CUmemGenericAllocationHandle to)
-{
-    tm_gate_close();
-    CUresult r = tm_real.cuMemUnmap(at, ring.chunk);
-    if (r == CUDA_SUCCESS) {
-        r = map_at(at, to);
-        if (r != CUDA_SUCCESS && map_at(at, from) != CUDA_SUCCESS)
-            tm_log_once(TM_LOG_WARN, "streaming could not map a chunk back at 0x%llx", (unsigned long long)at);
-    }
-    tm_gate_open();
-    return r;
-}
-
-static void stop_streaming(const char *what, CUresult r);
-
-/* The slot's chunk goes back to its own backing once its last reader is done (`wait`:
- * the host waits for it; else only when it is done already). False when it is not. */
-static bool unmap_slot(int s, bool wait)
-{
-    slot *sl = &ring.slot[s];
-    if (sl->read_recorded) {
-        CUresult r = wait ? tm_real.cuEventSynchronize(sl->read) : tm_real.cuEventQuery(sl->read);
-        if (r == CUDA_ERROR_NOT_READY)
-            return false;
-        if (r != CUDA_SUCCESS) {
-            stop_streaming("waiting for a reader", r);
-            return false;
-        }
-    }
-    CUmemGenericAllocationHandle own;
-    if (own_handle(sl->key, &own)) {
-        CUresult r = swap_mapping(sl->key, sl->handle, own);
-        if (r != CUDA_SUCCESS) {
-            /* the slot stays mapped there, holding the chunk's bytes: still right */
-            tm_log_once(TM_LOG_WARN, "streaming stops: a chunk could not go back to its own backing (%d)", (int)r);
-            ring.failed = true;
-            set_ready(false);
-            return false;
-        }
-    }
-    sl->state = SLOT_FREE;
-    sl->key = 0;
-    return true;
-}
-
-/* Waits for every launch that may have read `key` in place (none may run while it is
- * remapped). */
-static bool fence_in_place(CUdeviceptr key)
-{
-    for (int i = 0; i < IN_PLACE_EVENTS; i++) {
-        in_place *e = &ring.in_place[i];
-        if (key < e->lo || key >= e->hi)
+    *count = *cand_count = 0;
+    for (uint32_t i = 0; i < ring.order.len; i++) {
+        tm_alloc *a = tm_alloc_at(ring.order.key[i]);
+        if (!is_weight(a) || a->range.base != ring.order.key[i])
             continue;
-        CUresult r = tm_real.cuEventSynchronize(e->done);
-        if (r != CUDA_SUCCESS) {
-            stop_streaming("waiting for an in-place reader", r);
-            return false;
+        bool gather = only_gathered(a->range.base);
+        tm_debug("stream: weight %u of the cycle at 0x%llx, %llu bytes, %s%s", i, (unsigned long long)a->range.base,
+                 (unsigned long long)a->range.size, below_hbm(a) ? "below hbm" : "in hbm", gather ? ", gathered" : "");
+        if (below_hbm(a)) {
+            if (!gather)
+                sizes[(*count)++] = a->range.size;
+        } else if (!a->ipc_pinned) {
+            cand[(*cand_count)++] =
+                (candidate){ .base = a->range.base, .size = a->range.size, .gathered = gather, .position = i };
         }
-        e->lo = e->hi = 0;
     }
+}
+
+static void decline(const char *why, uint64_t spilled, size_t count)
+{
+    char bytes[32];
+    tm_format_size(spilled, bytes, sizeof bytes);
+    tm_info("policy heat: spilled weights are read in place, not streamed: %s (a cycle reads %zu weights below HBM, "
+            "%s; TIERMEM_STREAM=on streams anyway)", why, count, bytes);
+    ring.failed = true;
+    set_ready(false);
+}
+
+/* Takes and maps the ring's chunks (no lock held: the migrations that make room take the
+ * remap lock themselves). */
+static void set_up(const tm_stream_plan *p, size_t count, candidate *cand, size_t cand_count)
+{
+    uint64_t spilled = p->streamable + p->in_place;
+    qsort(cand, cand_count, sizeof *cand, by_room_given);
+    bool taken = take_chunks((int)(p->ring / ring.chunk), cand, cand_count);
+    tm_remap_lock();
+    pthread_mutex_lock(&ring.lock);
+    CUcontext ctx = NULL;
+    if (!taken || tm_real.cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx) {
+        release_ring();
+        decline("HBM could not give the ring its chunks", spilled, count);
+    } else if ((ring.ctx = ctx, !map_ring())) {
+        stop_streaming("setting up the ring", CUDA_ERROR_UNKNOWN);
+        release_ring();
+    } else {
+        set_streaming(true);
+        char size[32], moved[32], below[32], alone[32];
+        tm_info("policy heat: spilled weights stream through a ring of %d HBM chunks (%s): a cycle reads %zu weights "
+                "below HBM (%s, %s of them in weights larger than the ring, read in place); %s of resident weights "
+                "went below HBM to make room; streaming should cross the link %.2fx faster than reading in place",
+                ring.chunks, tm_format_size(p->ring, size, sizeof size), count,
+                tm_format_size(spilled, below, sizeof below), tm_format_size(p->in_place, alone, sizeof alone),
+                tm_format_size(ring.demoted_bytes, moved, sizeof moved), p->gain);
+    }
+    pthread_mutex_unlock(&ring.lock);
+    tm_remap_unlock();
+}
+
+/* Sizes the ring once a cycle was seen (no lock held). */
+static void plan(void)
+{
+    tm_remap_lock();
+    pthread_mutex_lock(&ring.lock);
+    bool due = ring.plan_due && ring.learning && !ring.failed;
+    ring.plan_due = false;
+    ring.learning = false;
+    uint64_t *sizes = due ? malloc((ring.order.len + 1) * sizeof *sizes) : NULL;
+    candidate *cand = sizes ? malloc((ring.order.len + 1) * sizeof *cand) : NULL;
+    size_t count = 0, cand_count = 0;
+    if (cand)
+        survey(sizes, &count, cand, &cand_count);
+    else if (due)
+        decline("out of memory", 0, 0);
+    pthread_mutex_unlock(&ring.lock);
+    tm_remap_unlock();
+    if (cand) {
+        tm_stream_plan_input in = { .spilled = sizes, .count = count, .asked = ring.asked, .forced = ring.forced,
+                                    .chunk = ring.chunk, .hbm_limit = ring.device->tiers.tier[TM_TIER_HBM].limit,
+                                    .streamed_cost = TM_REBALANCE_STREAMED_COST };
+        tm_stream_plan p = tm_stream_plan_make(&in);
+        if (p.ring) {
+            set_up(&p, count, cand, cand_count);
+        } else {
+            tm_remap_lock();
+            pthread_mutex_lock(&ring.lock);
+            decline(p.why_not, p.streamable + p.in_place, count);
+            pthread_mutex_unlock(&ring.lock);
+            tm_remap_unlock();
+        }
+    }
+    free(sizes);
+    free(cand);
+}
+
+/* ---------------------------------------------------------------- copies */
+
+/* The extent `e` may hold a new weight once its last reader is done: the ring's stream
+ * waits for it (on the GPU). */
+static bool wait_for_reader(uint32_t e)
+{
+    stage *s = &ring.stage[e];
+    if (!s->read_recorded)
+        return true;
+    CUresult r = tm_real.cuStreamWaitEvent(ring.stream, s->read, 0);
+    if (r != CUDA_SUCCESS) {
+        stop_streaming("ordering a copy after a reader", r);
+        return false;
+    }
+    s->read_recorded = false;
     return true;
 }
 
-/* The chunk the slot is filling is wanted now: wait for the copy and map the slot at it. */
-static void map_slot(int s)
+static bool events_of(uint32_t e)
 {
-    slot *sl = &ring.slot[s];
-    uint64_t start = now_ns();
-    CUresult r = tm_real.cuEventSynchronize(sl->filled);
-    ring.copy_waits++;
-    ring.copy_wait_ns += now_ns() - start;
-    if (r != CUDA_SUCCESS) {
-        stop_streaming("waiting for a copy", r);
-        return;
-    }
-    CUmemGenericAllocationHandle own;
-    if (!own_handle(sl->key, &own)) {
-        sl->state = SLOT_FREE;
-        return;
-    }
-    if (!fence_in_place(sl->key))
-        return;
-    r = swap_mapping(sl->key, own, sl->handle);
-    if (r != CUDA_SUCCESS) {
-        sl->state = SLOT_FREE; /* the chunk is read in place, as it was */
-        stop_streaming("mapping a chunk onto the ring", r);
-        return;
-    }
-    sl->state = SLOT_MAPPED;
-    ring.streamed++;
+    stage *s = &ring.stage[e];
+    if (!s->filled && tm_real.cuEventCreate(&s->filled, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS)
+        s->filled = NULL;
+    if (!s->read && tm_real.cuEventCreate(&s->read, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS)
+        s->read = NULL;
+    return s->filled && s->read;
 }
 
-/* Every chunk back to its own backing, every copy finished; nothing streams after. */
-static void drain(void)
+/* Copies the weight at `base` into a new extent (`force`: evicting weights copied for
+ * launches still to come); the extent, or -1. */
+static int fill(CUdeviceptr base, uint64_t size, bool force)
 {
-    for (int s = 0; s < ring.slots; s++) {
-        slot *sl = &ring.slot[s];
-        if (sl->state == SLOT_FILLING) {
-            tm_real.cuEventSynchronize(sl->filled);
-            sl->state = SLOT_FREE;
-        }
-        if (sl->state == SLOT_MAPPED)
-            unmap_slot(s, true); /* stays mapped, holding the chunk's bytes, if that fails */
+    uint32_t evictions;
+    int e = tm_staging_place(ring.extents, base, size, force, ring.evicted, &evictions);
+    if (e < 0)
+        return -1;
+    for (uint32_t i = 0; i < evictions; i++)
+        if (!wait_for_reader(ring.evicted[i]))
+            return -1;
+    if (!events_of((uint32_t)e)) {
+        stop_streaming("creating the ring's events", CUDA_ERROR_OUT_OF_MEMORY);
+        return -1;
     }
+    CUdeviceptr to = ring.staging + ring.extents->entry[e].offset;
+    CUresult r = tm_real.cuMemcpyDtoDAsync_v2(to, base, size, ring.stream);
+    if (r == CUDA_SUCCESS)
+        r = tm_real.cuEventRecord(ring.stage[e].filled, ring.stream);
+    if (r != CUDA_SUCCESS) {
+        stop_streaming("a copy into the ring", r);
+        return -1;
+    }
+    ring.staged++;
+    ring.staged_bytes += size;
+    tm_stat_add(streamed_bytes, size);
+    return e;
+}
+
+/* The weights this launch reads that the ring holds, or can take now, are held for it,
+ * and the launch's stream waits for their copies. */
+static void stage_refs(void)
+{
+    for (int i = 0; i < ring.ref_count && !ring.failed; i++) {
+        ref *rf = &ring.refs[i];
+        if (!rf->streams)
+            continue;
+        int e = tm_staging_find(ring.extents, rf->base);
+        if (e < 0 && ring.order.cyclic && (e = fill(rf->base, rf->size, true)) >= 0)
+            ring.late++;
+        if (e >= 0) {
+            rf->entry = e;
+            ring.extents->entry[e].held = true;
+        }
+    }
+    for (int i = 0; i < ring.ref_count && !ring.failed; i++) {
+        ref *rf = &ring.refs[i];
+        if (rf->entry < 0)
+            continue;
+        CUresult r = tm_real.cuStreamWaitEvent(ring.on, ring.stage[rf->entry].filled, 0);
+        if (r != CUDA_SUCCESS)
+            stop_streaming("ordering a launch after its copy", r);
+    }
+}
+
+/* Copies the weights predicted next into the ring, as far as it has room that no launch
+ * still needs. */
+static void prefetch(void)
+{
+    uint64_t next[LOOKAHEAD];
+    uint32_t count = tm_prefetch_order_next(&ring.order, next, LOOKAHEAD);
+    uint64_t ahead = 0;
+    for (uint32_t i = 0; i < count && !ring.failed; i++) {
+        int e = tm_staging_find(ring.extents, next[i]);
+        if (e >= 0) {
+            ahead += ring.extents->entry[e].bytes;
+            continue;
+        }
+        tm_alloc *a = tm_alloc_at(next[i]);
+        if (!is_weight(a) || a->range.base != next[i] || !below_hbm(a) || only_gathered(a->range.base))
+            continue;
+        uint64_t extent = tm_staging_extent(ring.extents, a->range.size);
+        if (ahead + extent > ring.extents->capacity || fill(a->range.base, a->range.size, false) < 0)
+            return;
+        ahead += extent;
+    }
+}
+
+/* The value a pointer parameter is launched with: the same offset in the ring when it
+ * falls in a weight held for this launch. */
+static uint64_t to_ring(uint64_t value, void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < ring.ref_count; i++) {
+        const ref *rf = &ring.refs[i];
+        if (rf->entry >= 0 && value >= rf->base && value - rf->base < rf->size)
+            return ring.staging + ring.extents->entry[rf->entry].offset + (value - rf->base);
+    }
+    return value;
 }
 
 static void stop_streaming(const char *what, CUresult r)
 {
-    tm_log_once(TM_LOG_WARN, "streaming stops: %s failed (%d); spilled chunks are read in place", what, (int)r);
-    bool first = !ring.failed;
+    tm_log_once(TM_LOG_WARN, "streaming stops: %s failed (%d); spilled weights are read in place", what, (int)r);
     ring.failed = true;
     set_ready(false);
-    if (first)
-        drain();
-}
-
-/* ---------------------------------------------------------------- prefetching */
-
-/* A slot to fill: a free one, else (`force`) the one read longest ago, once its reader
- * is done. -1 when none. */
-static int take_slot(bool force)
-{
-    int oldest = -1;
-    for (int s = 0; s < ring.slots; s++) {
-        slot *sl = &ring.slot[s];
-        if (sl->state == SLOT_FREE)
-            return s;
-        if (sl->state == SLOT_MAPPED && !sl->wanted && (oldest < 0 || sl->last_use < ring.slot[oldest].last_use))
-            oldest = s;
-    }
-    if (!force || oldest < 0)
-        return -1;
-    ring.slot_waits++;
-    return unmap_slot(oldest, true) ? oldest : -1;
-}
-
-static void fill(int s, CUdeviceptr key, uint64_t bytes)
-{
-    slot *sl = &ring.slot[s];
-    /* the copy overwrites the slot only after its last reader is done */
-    CUresult r = sl->read_recorded ? tm_real.cuStreamWaitEvent(ring.stream, sl->read, 0) : CUDA_SUCCESS;
-    if (r == CUDA_SUCCESS)
-        r = tm_real.cuMemcpyDtoDAsync_v2(sl->staging, key, bytes, ring.stream);
-    if (r == CUDA_SUCCESS && (r = tm_real.cuEventRecord(sl->filled, ring.stream)) != CUDA_SUCCESS)
-        tm_real.cuStreamSynchronize(ring.stream); /* the copy is queued: the slot is not reused under it */
-    if (r != CUDA_SUCCESS) {
-        stop_streaming("a copy into the ring", r);
-        return;
-    }
-    sl->state = SLOT_FILLING;
-    sl->key = key;
-    ring.streamed_bytes += bytes;
-    tm_stat_add(streamed_bytes, bytes);
-}
-
-/* A chunk the launch reads that no slot holds: copied now into a slot an earlier launch
- * read (after it ends), when one is free of this launch; -1 when none is. The copy engines
- * move it faster than the kernel would read it in place, even with the wait. */
-static int fetch_now(CUdeviceptr key)
-{
-    CUdeviceptr start, end;
-    uint64_t bytes;
-    if (!streamable(tm_alloc_at(key), key, &start, &bytes, &end))
-        return -1;
-    int s = take_slot(true);
-    if (s >= 0)
-        fill(s, start, bytes);
-    return ring.failed ? -1 : s;
-}
-
-/* Starts copies of the chunks predicted next into the slots that are free (the very next
- * one may wait for a slot's reader). */
-static void prefetch(void)
-{
-    uint64_t next[TM_STREAM_SLOTS_MAX];
-    uint32_t count = tm_prefetch_order_next(&ring.order, next, (uint32_t)ring.slots);
-    for (uint32_t i = 0; i < count && !ring.failed; i++) {
-        CUdeviceptr key;
-        uint64_t bytes;
-        CUdeviceptr end;
-        if (slot_of(next[i]) >= 0 || !streamable(tm_alloc_at(next[i]), next[i], &key, &bytes, &end))
-            continue;
-        int s = take_slot(i == 0);
-        if (s < 0)
-            return;
-        fill(s, key, bytes);
-    }
+    for (int i = 0; i < ring.ref_count; i++)
+        ring.refs[i].entry = -1; /* this launch reads in place too */
 }
 
 /* ---------------------------------------------------------------- launches */
@@ -489,178 +588,86 @@ static bool spilled(void)
                __atomic_load_n(&tm_stats->tier[TM_TIER_DDR].chunks, __ATOMIC_RELAXED) > 0;
 }
 
-static bool capturing(CUstream stream, bool per_thread)
-{
-    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
-    CUresult r = per_thread && tm_real.cuStreamIsCapturing_ptsz ? tm_real.cuStreamIsCapturing_ptsz(stream, &status)
-                 : tm_real.cuStreamIsCapturing ? tm_real.cuStreamIsCapturing(stream, &status)
-                                               : CUDA_ERROR_NOT_SUPPORTED;
-    return r != CUDA_SUCCESS || status != CU_STREAM_CAPTURE_STATUS_NONE;
-}
-
-/* Heat per byte the allocation holds in chunk `c` (0 without heat). */
-static double chunk_density(const tm_alloc *a, uint64_t c)
-{
-    if (!a->heat)
-        return 0;
-    uint64_t start = c * ring.chunk, held = a->range.size - start < ring.chunk ? a->range.size - start : ring.chunk;
-    double per_chunk = tm_heat_alloc_density(a, (uint32_t)(start >> a->heat_chunk_shift), tm_heat_now_tick());
-    return held ? per_chunk * (double)ring.chunk / (double)held : 0;
-}
-
-/* Notes the chunk at `key` as one this launch reads; false when refs is full. */
-static bool add_ref(CUdeviceptr key, CUdeviceptr end)
-{
-    for (int j = 0; j < ring.ref_count; j++)
-        if (ring.refs[j].key == key)
-            return true;
-    if (ring.ref_count == REFS_MAX) {
-        ring.overflow = true;
-        return false;
-    }
-    ring.refs[ring.ref_count++] = (ref){ .key = key, .end = end, .slot = -1 };
-    return true;
-}
-
-/* The streamable chunks each pointer parameter reaches: its own, and the chunks after it
- * that hold the same tensor (a kernel handed a weight matrix reads it whole), as many as
- * the ring could map at once, while each is read about as much as the chunks pointers
- * fall in are: a kernel gathering rows of a table (the token embedding) reads a sliver of
- * each, which copying all of them every step would cost many times over. */
-#define STREAM_GATHER_SHARE 16 /* under 1/16 of the typical heat per byte: a gather */
-static void collect_refs(const uint64_t *values, size_t n)
-{
-    ring.overflow = false;
-    for (size_t i = 0; i < n; i++) {
-        CUdeviceptr key, end;
-        uint64_t bytes;
-        tm_alloc *a = values[i] ? tm_alloc_at(values[i]) : NULL;
-        if (!a || !streamable(a, values[i], &key, &bytes, &end) || !add_ref(key, end))
-            continue;
-        const tm_tensor **labels = __atomic_load_n(&a->label, __ATOMIC_ACQUIRE);
-        uint64_t first = (key - a->backing->base) / ring.chunk;
-        const tm_tensor *tensor = __atomic_load_n(&labels[first], __ATOMIC_RELAXED);
-        double density = chunk_density(a, first);
-        if (density > 0)
-            ring.typical_density += (density - ring.typical_density) / 32;
-        /* (what refs cannot hold of it is read in place, tracked from the first chunk on) */
-        for (uint64_t c = first + 1;
-             c < first + (uint64_t)ring.slots && c < a->backing->plan.chunks && ring.ref_count < REFS_MAX; c++) {
-            CUdeviceptr next = a->backing->base + c * ring.chunk, next_key;
-            if (__atomic_load_n(&labels[c], __ATOMIC_RELAXED) != tensor ||
-                chunk_density(a, c) * STREAM_GATHER_SHARE < ring.typical_density ||
-                !streamable(a, next, &next_key, &bytes, &end) || !add_ref(next_key, end))
-                break;
-        }
-    }
-}
-
-static bool before_launch(CUfunction f, CUstream stream, bool per_thread, void **params, void **extra)
+static bool before_launch(tm_launch *l)
 {
     if (!spilled())
         return false;
+    if (__atomic_load_n(&ring.plan_due, __ATOMIC_RELAXED))
+        plan();
     uint64_t values[TM_LAUNCH_MAX_POINTERS];
-    size_t n = tm_launch_pointers(f, params, extra, values, NULL);
-    CUcontext ctx;
-    if (n == 0 || tm_real.cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx)
+    size_t n = tm_launch_pointers(l->f, l->params, l->extra, values, NULL);
+    if (n == 0)
         return false;
     tm_remap_lock();
     pthread_mutex_lock(&ring.lock);
-    ring.ref_count = 0;
-    if (!ring.failed && !ring.ctx && !set_up_in(ctx))
-        stop_streaming("setting up the ring", CUDA_ERROR_UNKNOWN);
-    if (!ring.failed && ring.ctx == ctx && !capturing(stream, per_thread))
-        collect_refs(values, n);
-    if (ring.ref_count == 0) {
+    if (!ring.failed)
+        collect_refs(values, n, l->threads);
+    CUcontext ctx;
+    if (ring.failed || ring.ref_count == 0 || tm_launch_capturing(l) || tm_real.cuCtxGetCurrent(&ctx) != CUDA_SUCCESS) {
+        ring.ref_count = 0;
         pthread_mutex_unlock(&ring.lock);
         tm_remap_unlock();
         return false;
     }
-    ring.launches++;
-    for (int s = 0; s < ring.slots; s++)
-        ring.slot[s].wanted = false;
-    for (int i = 0; i < ring.ref_count; i++) {
-        tm_prefetch_order_note(&ring.order, ring.refs[i].key);
-        int s = slot_of(ring.refs[i].key);
-        if (s >= 0)
-            ring.slot[s].wanted = true;
-    }
-    for (int i = 0; i < ring.ref_count && !ring.failed; i++) {
-        ref *rf = &ring.refs[i];
-        int s = slot_of(rf->key);
-        if (s < 0 && ring.order.cyclic)
-            s = fetch_now(rf->key);
-        if (s >= 0)
-            ring.slot[s].wanted = true; /* no later fetch of this launch takes it */
-        if (s >= 0 && ring.slot[s].state == SLOT_FILLING)
-            map_slot(s);
-        if (s >= 0 && ring.slot[s].state == SLOT_MAPPED && ring.slot[s].key == rf->key) {
-            rf->slot = s;
-            ring.slot[s].last_use = ring.launches;
+    for (int i = 0; i < ring.ref_count; i++)
+        tm_prefetch_order_note(&ring.order, ring.refs[i].base);
+    if (ring.learning && ring.order.cyclic)
+        __atomic_store_n(&ring.plan_due, true, __ATOMIC_RELAXED);
+    else if (ring.learning && ++ring.learned > LEARN_LAUNCHES_MAX)
+        decline("the launches read weights in no repeating order", 0, 0);
+    ring.params = l->params;
+    ring.extra = l->extra;
+    if (ring.extents && ctx == ring.ctx) {
+        ring.on = l->per_thread && !l->stream ? CU_STREAM_PER_THREAD : l->stream;
+        stage_refs();
+        if (!ring.failed)
+            prefetch();
+        if (!ring.failed) {
+            size_t held = 0;
+            for (int i = 0; i < ring.ref_count; i++)
+                held += ring.refs[i].entry >= 0;
+            size_t replaced = held ? tm_launch_replace_pointers(l->f, &l->params, &l->extra, to_ring, NULL, &ring.args)
+                                   : 0;
+            ring.replaced += replaced;
+            ring.in_place += replaced ? 0 : held;
         }
     }
-    /* slots whose reader is done go back, so the next copies have room */
-    for (int s = 0; s < ring.slots && !ring.failed; s++)
-        if (ring.slot[s].state == SLOT_MAPPED && !ring.slot[s].wanted)
-            unmap_slot(s, false);
-    if (!ring.failed)
-        prefetch();
-    if (ring.failed)
-        for (int i = 0; i < ring.ref_count; i++)
-            ring.refs[i].slot = -1; /* drained: every chunk is back in place */
     return true;
 }
 
-/* Records that the launch may have read the chunks [lo, hi) in place, in the next tracking
- * entry (whose previous launch is waited for first: its chunks may then be remapped). */
-static void note_in_place(CUdeviceptr lo, CUdeviceptr hi, CUstream stream)
+/* Records the launch as the extent's reader; the reader before it, on another stream, is
+ * waited for by the ring's stream first (one event tells about one stream). */
+static void note_read(int e)
 {
-    in_place *e = &ring.in_place[ring.in_place_next];
-    ring.in_place_next = (ring.in_place_next + 1) % IN_PLACE_EVENTS;
-    if (e->lo != e->hi && tm_real.cuEventSynchronize(e->done) != CUDA_SUCCESS) {
-        stop_streaming("waiting for an in-place reader", CUDA_ERROR_UNKNOWN);
+    stage *s = &ring.stage[e];
+    if (s->read_recorded && s->read_on != ring.on && !wait_for_reader((uint32_t)e))
+        return;
+    CUresult r = tm_real.cuEventRecord(s->read, ring.on);
+    if (r != CUDA_SUCCESS) {
+        stop_streaming("recording a reader", r);
         return;
     }
-    e->lo = e->hi = 0;
-    if (tm_real.cuEventRecord(e->done, stream) != CUDA_SUCCESS) {
-        stop_streaming("recording an in-place read", CUDA_ERROR_UNKNOWN);
-        return;
-    }
-    e->lo = lo;
-    e->hi = hi;
+    s->read_recorded = true;
+    s->read_on = ring.on;
+    ring.extents->entry[e].read = true;
 }
 
-/* Records the launch as the slot's reader; a reader on another stream is waited for first
- * (one event tells about one stream). */
-static void note_slot_read(slot *sl, CUstream stream)
+static void after_launch(tm_launch *l, CUresult launched)
 {
-    if (sl->read_recorded && sl->read_on != stream && tm_real.cuEventSynchronize(sl->read) != CUDA_SUCCESS) {
-        stop_streaming("waiting for a reader", CUDA_ERROR_UNKNOWN);
-        return;
-    }
-    sl->read_recorded = tm_real.cuEventRecord(sl->read, stream) == CUDA_SUCCESS;
-    sl->read_on = stream;
-    if (!sl->read_recorded) /* without the event nothing tells when it ends: wait for it */
-        tm_real.cuStreamSynchronize(stream);
-}
-
-static void after_launch(CUstream stream, bool per_thread, CUresult launched)
-{
-    CUstream on = per_thread && !stream ? CU_STREAM_PER_THREAD : stream;
-    /* streamable chunks beyond what refs holds were read in place untracked: wait for them */
-    if (ring.overflow && launched == CUDA_SUCCESS)
-        tm_real.cuStreamSynchronize(on);
-    for (int i = 0; i < ring.ref_count && launched == CUDA_SUCCESS && !ring.failed; i++) {
+    (void)launched; /* a launch that failed read nothing: recording it as the reader is harmless */
+    for (int i = 0; i < ring.ref_count; i++) {
         ref *rf = &ring.refs[i];
-        /* from a mapped chunk the launch may read on into the next ones, in place */
-        CUdeviceptr from = rf->slot < 0 ? rf->key : rf->key + ring.chunk;
-        if (from < rf->end && !ring.failed) {
-            note_in_place(from, rf->end, on);
-            ring.in_place_reads += rf->slot < 0;
-        }
-        if (rf->slot >= 0 && !ring.failed)
-            note_slot_read(&ring.slot[rf->slot], on);
+        if (rf->entry < 0)
+            continue;
+        if (!ring.failed)
+            note_read(rf->entry);
+        if (ring.extents)
+            ring.extents->entry[rf->entry].held = false;
     }
+    if (ring.failed && ring.extents)
+        release_ring();
+    l->params = ring.params;
+    l->extra = ring.extra;
     ring.ref_count = 0;
     pthread_mutex_unlock(&ring.lock);
     tm_remap_unlock();
@@ -670,75 +677,63 @@ static void after_launch(CUstream stream, bool per_thread, CUresult launched)
 
 void tm_stream_ring_forget(CUdeviceptr base, uint64_t bytes)
 {
-    if (!ring.have_slots)
+    if (!ring.device)
         return;
     pthread_mutex_lock(&ring.lock);
-    for (int s = 0; s < ring.slots; s++) {
-        slot *sl = &ring.slot[s];
-        if (sl->state == SLOT_FREE || sl->key < base || sl->key >= base + bytes)
+    for (uint32_t e = 0; ring.extents && e < ring.extents->used; e++) {
+        uint64_t key = ring.extents->entry[e].key;
+        if (!key || key < base || key >= base + bytes)
             continue;
-        /* its copy reads the chunk, its reader the slot: both end before the release */
-        if (sl->state == SLOT_FILLING)
-            tm_real.cuEventSynchronize(sl->filled);
-        else if (sl->read_recorded)
-            tm_real.cuEventSynchronize(sl->read);
-        sl->state = SLOT_FREE; /* the release unmaps the whole range, the slot's mapping with it */
-        sl->key = 0;
+        /* its copy reads the memory going away; a later copy into the extent waits for its reader */
+        tm_real.cuEventSynchronize(ring.stage[e].filled);
+        if (ring.stage[e].read_recorded && !wait_for_reader(e))
+            break;
+        tm_staging_drop(ring.extents, (int)e);
     }
-    for (int i = 0; i < IN_PLACE_EVENTS; i++)
-        if (ring.in_place[i].lo >= base && ring.in_place[i].lo < base + bytes)
-            ring.in_place[i].lo = ring.in_place[i].hi = 0;
+    weight *w = weight_at(base, false); /* a weight's record is keyed by its base */
+    if (w) {
+        HASH_DEL(ring.weights, w);
+        free(w);
+    }
     pthread_mutex_unlock(&ring.lock);
 }
 
 void tm_stream_ring_stop(void)
 {
-    if (!ring.have_slots)
+    if (!ring.device)
         return;
     tm_remap_lock();
     pthread_mutex_lock(&ring.lock);
     set_ready(false);
-    if (ring.ctx) {
+    int chunks = ring.chunks;
+    if (ring.extents) {
         CUcontext popped;
         bool pushed = tm_real.cuCtxPushCurrent_v2(ring.ctx) == CUDA_SUCCESS;
-        if (!ring.failed)
-            drain();
-        for (int s = 0; s < ring.slots; s++) {
-            if (ring.slot[s].staging)
-                tm_real.cuMemUnmap(ring.slot[s].staging, ring.chunk);
-            if (ring.slot[s].filled)
-                tm_real.cuEventDestroy_v2(ring.slot[s].filled);
-            if (ring.slot[s].read)
-                tm_real.cuEventDestroy_v2(ring.slot[s].read);
-        }
-        for (int i = 0; i < IN_PLACE_EVENTS; i++)
-            if (ring.in_place[i].done)
-                tm_real.cuEventDestroy_v2(ring.in_place[i].done);
-        if (ring.staging)
-            tm_release_call(tm_real.cuMemAddressFree(ring.staging, (uint64_t)ring.slots * ring.chunk));
-        if (ring.stream) /* refused when the program released its context first: the stream went with it */
-            tm_real.cuStreamDestroy_v2(ring.stream);
+        release_ring();
         if (pushed)
             tm_real.cuCtxPopCurrent_v2(&popped);
+    } else if (ring.handle) {
+        release_ring();
     }
-    for (int s = 0; s < ring.slots; s++) {
-        if (ring.slot[s].state == SLOT_FREE) {
-            tm_chunk_pool_give(ring.device, TM_TIER_HBM, ring.slot[s].handle);
-        } else { /* still mapped after a driver error: released once the program's range goes */
-            tm_release_call(tm_real.cuMemRelease(ring.slot[s].handle));
-            tm_device_charge(ring.device, TM_TIER_HBM, -(int64_t)ring.chunk, 0);
-        }
+    if (chunks || ring.staged) {
+        char moved[32], size[32];
+        tm_info("exit: stream: %llu weights streamed (%s copied) through a ring of %d chunks (%s), %llu copied when "
+                "their launch came; %llu parameters pointed at the ring, %llu staged weights read in place; order of "
+                "%u weights, %llu predicted, %llu missed, %llu relearned",
+                (unsigned long long)ring.staged, tm_format_size(ring.staged_bytes, moved, sizeof moved), chunks,
+                tm_format_size((uint64_t)chunks * ring.chunk, size, sizeof size), (unsigned long long)ring.late,
+                (unsigned long long)ring.replaced, (unsigned long long)ring.in_place, ring.order.len,
+                (unsigned long long)ring.order.hits, (unsigned long long)ring.order.misses,
+                (unsigned long long)ring.order.restarts);
     }
-    char moved[32];
-    tm_info("exit: stream: %llu chunks streamed (%s copied), %llu read in place; waited for copies %llu times "
-            "(%.1f ms), for a slot %llu times; order of %u chunks, %llu predicted, %llu missed, %llu relearned",
-            (unsigned long long)ring.streamed, tm_format_size(ring.streamed_bytes, moved, sizeof moved),
-            (unsigned long long)ring.in_place_reads, (unsigned long long)ring.copy_waits, ring.copy_wait_ns / 1e6,
-            (unsigned long long)ring.slot_waits, ring.order.len, (unsigned long long)ring.order.hits,
-            (unsigned long long)ring.order.misses, (unsigned long long)ring.order.restarts);
     tm_prefetch_order_free(&ring.order);
-    ring.have_slots = false;
-    ring.ctx = NULL;
+    weight *w, *next;
+    HASH_ITER(hh, ring.weights, w, next)
+    {
+        HASH_DEL(ring.weights, w);
+        free(w);
+    }
+    ring.device = NULL;
     pthread_mutex_unlock(&ring.lock);
     tm_remap_unlock();
 }
@@ -747,27 +742,21 @@ void tm_stream_ring_forget_in_child(void)
 {
     pthread_mutex_init(&ring.lock, NULL);
     set_ready(false);
-    ring.have_slots = false; /* the slots, stream and events are the parent's */
-    ring.ctx = NULL;
+    ring.device = NULL; /* the chunks, stream and events are the parent's */
+    ring.weights = NULL;
+    ring.extents = NULL;
+    ring.stage = NULL;
+    ring.handle = NULL;
+    ring.chunks = ring.mapped = 0;
 }
 
-/* ---------------------------------------------------------------- the watcher */
-
-static bool ring_before_launch(tm_launch *l)
-{
-    return before_launch(l->f, l->stream, l->per_thread, l->params, l->extra);
-}
-
-static void ring_after_launch(tm_launch *l, CUresult launched)
-{
-    after_launch(l->stream, l->per_thread, launched);
-}
+/* ---------------------------------------------------------------- the watchers */
 
 const tm_launch_watcher tm_stream_ring_launch_watcher = {
     .name = "stream ring",
     .watching = &tm_stream_ready,
-    .before = ring_before_launch,
-    .after = ring_after_launch,
+    .before = before_launch,
+    .after = after_launch,
 };
 
 static void ring_released(tm_alloc *a, tm_release_kind how)

@@ -1,32 +1,41 @@
-/* stream_ring.h — streaming spilled read-only chunks through an HBM staging ring, so the
- * kernels that read them get HBM bandwidth and the link carries them at the copy engines'
- * rate rather than the SMs' in-place rate (DESIGN, "Performance model").
+/* stream_ring.h — streaming spilled weights through an HBM staging ring, so the kernels
+ * that read them get HBM bandwidth and the link carries them at the copy engines' rate
+ * rather than the SMs' in-place rate (DESIGN, "Performance model").
  *
- * Part of the `heat` policy (TIERMEM_STREAM=auto, the default, when the ring is a small
- * share of HBM; `on` whenever HBM has room for it; `off` leaves every spilled chunk read
- * in place). At set-up it takes the ring's HBM chunks from the pool, each
- * mapped at a staging address of its own. While any chunk is spilled, every launch has
- * its pointer parameters read: the spilled chunks of model-file tensors (provenance.h:
- * read-only weights; written memory such as KV cache has no such label and is never
- * streamed) it references, the one a pointer falls in and the chunks after it that hold
- * the same tensor (a kernel handed a matrix reads it whole; as many as the ring holds),
- * are noted in the learned cyclic order (policy/prefetch_order.h).
- * For the next chunks predicted, a free slot is filled on the interposer's own stream
- * (cuMemcpyDtoDAsync after a wait on the event of the slot's last reader). When a launch
- * references a chunk whose copy is under way, the host waits for the copy, and the chunk's
- * address is remapped onto the slot (unmap, map, set access) with the submission gate
- * closed, after every launch that read the chunk in place has completed; the launch then
- * reads HBM. An event recorded after it tells when the slot's chunk may go back: the
- * address is mapped to its lower-tier chunk again (no copy: it was never written) and the
- * slot is free. A chunk the ring did not have in time is copied then, into a slot no
- * chunk of this launch holds, once that slot's last reader is done (the host waits: the
- * copy engines still move it faster than the kernel would read it in place); with no
- * such slot it is read in place, as without the ring.
+ * Part of the `heat` policy (TIERMEM_STREAM=auto, the default, where it pays; `on` whenever
+ * HBM can give the ring; `off` leaves every spilled weight read in place). Nothing is
+ * remapped while the program runs: a remap costs what moving 2 MiB over PCIe costs
+ * (kvcached's VMM benchmark), so a weight's own address keeps mapping its own chunks, and
+ * a launch that reads a staged weight is handed the weight's copy in the ring instead.
  *
- * Remaps, the rebalancer's migrations and releases of chunked memory exclude one another
- * with the remap lock; a launch that references streamed chunks holds it from before
- * its remaps until its events are recorded. A driver error stops streaming for the run,
- * with every chunk mapped back to its own backing, and one warning line. */
+ * - Weights: chunked allocations every chunk of which holds model-file data (provenance.h:
+ *   read-only). A weight is staged whole, as one extent of the ring (staging_ring.h),
+ *   because a kernel handed a pointer into it may read all of it from there; a weight
+ *   larger than the ring, or one read a row at a time (heat per byte far under the other
+ *   weights': an embedding gathered), is read in place.
+ * - Learning: while any chunk is below HBM, every launch's pointer parameters name the
+ *   weights it reads, noted in the learned cyclic order (policy/prefetch_order.h).
+ * - Sizing: once a whole cycle has been seen, the weights below HBM that a cycle reads
+ *   decide the ring (policy/stream_plan.h): the largest of them and a chunk, and only where
+ *   streaming them beats reading them in place. The ring's HBM chunks come from the pool,
+ *   and where HBM is full, from resident weights moved below it (gathered ones first: read
+ *   in place they cost the link nearly nothing). They are mapped once, at a range of their
+ *   own, and stay mapped until exit.
+ * - Streaming: the weights predicted next are copied into the ring on the interposer's own
+ *   stream, each after the last reader of what it overwrites (cuStreamWaitEvent: the host
+ *   never waits). A launch that reads a staged weight waits on the GPU for its copy, and
+ *   each pointer parameter that falls in it is replaced, for that launch only, by the same
+ *   offset in the ring (launch_params.h; only where the driver describes every parameter).
+ *   A weight the prediction missed is copied then, if the ring has room that no launch
+ *   still needs; else it is read in place.
+ *
+ * What no parameter shows stays correct: a kernel that finds a weight through memory (a
+ * table of pointers) reads its own address, in place. A kernel that keeps a parameter it
+ * was handed for a later launch to follow would read the ring after the weight left it:
+ * the case TIERMEM_STREAM=off is for. Launches captured into a graph are left as they are.
+ *
+ * A driver error stops streaming for the run, with one warning line: nothing has to be
+ * mapped back. */
 #ifndef TM_PRELOAD_STREAM_RING_H
 #define TM_PRELOAD_STREAM_RING_H
 
@@ -39,46 +48,35 @@
 #include "preload/mem/alloc.h"
 #include "preload/tiers/device.h"
 
-/* HBM chunks of the ring: at least one read while the next is filled; TIERMEM_STREAM_RING,
- * else 1/TM_STREAM_RING_SHARE of HBM, so that a real model's matrices (a 70B model's FFN
- * matrices are 224 chunks in f16) stream whole. The slots are taken when the device is set
- * up, spilled or not. */
-#define TM_STREAM_SLOTS_MIN 2
-#define TM_STREAM_SLOTS_MAX 256
-#define TM_STREAM_RING_SHARE 256
-/* TIERMEM_STREAM=auto takes the ring only when it is at most 1/TM_STREAM_AUTO_SHARE of HBM:
- * on a small device the HBM it takes from resident weights costs more link time than
- * streaming saves. */
-#define TM_STREAM_AUTO_SHARE 16
-
 /* Weights of at most 1/TM_STREAM_MIN_SHARE of a chunk stay in HBM while they fit: the
- * fixed costs of streaming one (a copy's start, three remap calls, a ring slot held
- * through its reader) are about what its bytes take on the link. */
+ * fixed costs of streaming one (a copy's start, a ring extent held through its reader)
+ * are about what its bytes take on the link. */
 #define TM_STREAM_MIN_SHARE 8
 
-/* Set while the ring is ready: launches are then watched. */
+/* Set while launches are watched: from set-up until the ring declines or fails. */
 extern bool tm_stream_ready;
 
-/* The ring's chunks for TIERMEM_STREAM_RING=`asked` bytes (0: unset) on a device of `hbm`
- * bytes: whole chunks, TM_STREAM_SLOTS_MIN to TM_STREAM_SLOTS_MAX of them. */
-int tm_stream_ring_slots(uint64_t asked, uint64_t hbm, uint64_t chunk);
+/* The ring is set up and streams (the rebalancer counts streamed bytes at the copy
+ * engines' cost then). */
+bool tm_stream_ring_streaming(void);
 
-/* Takes the ring's chunks when the policy is `heat`, TIERMEM_STREAM is not off and the
- * lower tiers can be remapped (VMM); says why not in one info line otherwise. */
+/* A launch read the weight at `base` whole: it streams whenever it is below HBM. */
+bool tm_stream_ring_reads_whole(CUdeviceptr base);
+
+/* Watches launches when the policy is `heat`, TIERMEM_STREAM is not off and the lower
+ * tiers can be read in place from a VMM range; says why not in one info line otherwise. */
 void tm_stream_ring_start(tm_device *device, const tm_config *config);
 
-/* The ring as a watcher of launches (driver/launch.h): while it is ready, a launch that
- * references spilled chunks has them mapped onto slots before it goes, and the slots'
- * readers recorded after it. */
+/* The ring as a watcher of launches (driver/launch.h). */
 extern const tm_launch_watcher tm_stream_ring_launch_watcher;
 
 /* A chunked allocation at [base, base + bytes) is being released (remap lock held): the
- * ring lets go of its chunks. */
+ * ring lets go of its copy. */
 void tm_stream_ring_forget(CUdeviceptr base, uint64_t bytes);
 /* ... as a watcher of allocations. */
 extern const tm_alloc_watcher tm_stream_ring_alloc_watcher;
 
-/* At exit: every chunk mapped back, the ring released, one info line of figures. */
+/* At exit: the ring released, one info line of figures. */
 void tm_stream_ring_stop(void);
 
 /* A fork child has no ring. */

@@ -162,7 +162,7 @@ typedef struct tm_stats_header {
     uint64_t chunks_reused;       /* chunks of chunked allocations mapped from the pool of
                                    * chunks freed before (in what was reserved space) */
     uint64_t chunks_created;      /* ... created for them (cuMemCreate) */
-    uint64_t streamed_bytes;      /* bytes the stream ring copied into HBM staging slots
+    uint64_t streamed_bytes;      /* bytes the stream ring copied into HBM
                                    * (stream_ring.h), in all; 0 without streaming */
     /* devices (version 4) */
     uint32_t device_count;        /* entries of devices[] in use */

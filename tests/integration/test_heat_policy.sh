@@ -4,7 +4,8 @@
 # leaks; nothing moves when the model fits in HBM or with TIERMEM_MIGRATE_RATE=0; a rule
 # keeps its allocations where it sends them and demotions stay in the tier order. Passes
 # come every 256 launches of a thread, so even a run of a few tokens gets some, at the
-# same points every time.
+# same points every time. Spilled weights are read in place here (TIERMEM_STREAM=off): while
+# they stream, weights read whole are never swapped for one another (test_stream.sh).
 source "$(dirname "$0")/../lib/tap.sh"
 
 llm=$B/bin/tiermem-llm
@@ -15,7 +16,7 @@ export LD_LIBRARY_PATH=$B/lib/simcuda
 export SIMCUDA_NUMA_NODES=0,1
 preload=$(preload_value "$B/lib/libtiermem.so")
 limits=(TIERMEM_CXL_NODE=1 TIERMEM_CXL_LIMIT=24M TIERMEM_DDR_NODE=0 TIERMEM_DDR_LIMIT=160M
-        TIERMEM_HBM_RESERVE=4M TIERMEM_MEMINFO=virtual TIERMEM_HEAT_HALFLIFE=1s)
+        TIERMEM_HBM_RESERVE=4M TIERMEM_MEMINFO=virtual TIERMEM_HEAT_HALFLIFE=1s TIERMEM_STREAM=off)
 ids() { sed -n 's/^tiermem-llm: seq 0 generated ids: //p' "$1"; }
 json_field() { grep -o "\"$1\":[0-9]*" "$2" | head -n 1 | cut -d: -f2; }
 

@@ -60,7 +60,7 @@ under_tiermem "${limits[@]}" TIERMEM_FILE_TIER=1 TIERMEM_POLICY=heat TIERMEM_STR
   "$llm" -m "$S/m.gguf" -p "Once upon a time" -n 12 -v > /dev/null 2> "$S/heat.err"
 check_eq "heat: the same tokens under the file tier" "$(ids "$S/heat.err")" "$(ids "$S/ref.err")"
 check "heat: the staging ring is not taken, with one line saying why" \
-  grep -q 'not streamed (TIERMEM_FILE_TIER=1 drops chunks the ring would map)' "$S/heat.err"
+  grep -q 'not streamed (TIERMEM_FILE_TIER=1 drops chunks the ring would copy)' "$S/heat.err"
 
 # -------------------------------------------------------------- a loader that reads its tensors back
 # filecopy copies every tensor from a mapping of the file into 16 MiB of HBM and DDR, then

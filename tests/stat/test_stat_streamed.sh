@@ -8,21 +8,21 @@ T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 export LD_LIBRARY_PATH=$B/lib/simcuda
 STAT=$B/bin/tiermem-stat
-# 21 MiB of f32 weights on a 12 MiB device (the model of tests/integration/test_stream.sh)
-"$B/bin/tiermem-mkmodel" -o "$T/m.gguf" --layers 6 --vocab 1913 --dim 256 --heads 4 --kv-heads 1 --ffn 768 \
+# 56 MiB of f32 weights on a 32 MiB device (the model of tests/integration/test_stream.sh)
+"$B/bin/tiermem-mkmodel" -o "$T/m.gguf" --layers 4 --vocab 1024 --dim 512 --heads 8 --kv-heads 8 --ffn 1536 \
   --type f32 --seed 5 >"$T/mk.log" 2>&1
 check "test model generated" test -s "$T/m.gguf"
 run() {
-  env SIMCUDA_MEM=12M TIERMEM_POLICY=heat TIERMEM_LOG=info TIERMEM_STATS="$T/$1.region" TIERMEM_STREAM="$2" \
+  env SIMCUDA_MEM=32M TIERMEM_POLICY=heat TIERMEM_LOG=info TIERMEM_STATS="$T/$1.region" TIERMEM_STREAM="$2" \
     LD_PRELOAD="$(preload_value "$B/lib/libtiermem.so")" "$B/bin/tiermem-llm" -m "$T/m.gguf" -p "Once upon a time" \
-    -n 8 --kv-blocks 64 >/dev/null 2>"$T/$1.err"
+    -n 8 --kv-blocks 16 >/dev/null 2>"$T/$1.err"
 }
 run on on
 check_eq "the engine streams under TIERMEM_STREAM=on: exit 0" "$?" 0
-logged=$(sed -n 's/^tiermem: exit: stream: [0-9]* chunks streamed (\(.*\) copied).*/\1/p' "$T/on.err")
+logged=$(sed -n 's/^tiermem: exit: stream: [0-9]* weights streamed (\(.*\) copied).*/\1/p' "$T/on.err")
 check "its exit line counts bytes copied ($logged)" test -n "$logged" -a "$logged" != "0 B"
 check_eq "the table shows the same bytes" \
-  "$("$STAT" "$T/on.region" | sed -n 's/^stream ring: \(.*\) copied into HBM staging slots$/\1/p')" "$logged"
+  "$("$STAT" "$T/on.region" | sed -n 's/^stream ring: \(.*\) copied into the HBM staging ring$/\1/p')" "$logged"
 json=$("$STAT" --json "$T/on.region" | jq .streamed_bytes)
 prom=$("$STAT" --prometheus "$T/on.region" | sed -n 's/^tiermem_streamed_bytes_total{[^}]*} //p')
 check "--json counts them ($json bytes)" test "${json:-0}" -gt 0

@@ -187,7 +187,7 @@ static void print_table(const tm_stats_snapshot *s, const char *path, const size
     print_migration_summary(h);
     print_file_tier_summary(h);
     if (h->streamed_bytes) /* the heat policy's staging ring (stream_ring.h) */
-        printf("stream ring: %s copied into HBM staging slots\n", tm_format_size(h->streamed_bytes, a, sizeof a));
+        printf("stream ring: %s copied into the HBM staging ring\n", tm_format_size(h->streamed_bytes, a, sizeof a));
     if (s->record_count) {
         printf("\n%-18s %12s %8s %8s %8s %8s %-5s  %-18s %s\n", "address", "size", "hbm", "cxl", "ddr", "heat",
                "class", "allocated with", "tensor");

@@ -273,7 +273,7 @@ void tm_stats_prometheus(tm_prom *p, const tm_stats_live *live, int count)
          migration_rewrites},
         {"tiermem_migration_ping_pongs_total", "Chunks moved back to the tier they left in the last rebalance.",
          ping_pongs},
-        {"tiermem_streamed_bytes_total", "Bytes of spilled weights streamed into HBM staging slots.",
+        {"tiermem_streamed_bytes_total", "Bytes of spilled weights copied into the HBM staging ring.",
          streamed_bytes},
         {"tiermem_file_tier_drops_total", "Chunks whose memory the file tier released.", file_drops},
         {"tiermem_file_tier_faults_total", "Dropped chunks read back from their file before a launch.",
