@@ -158,6 +158,13 @@ int tm_rebalance_plan(const tm_rebalance_input *in, tm_rebalance_move *out, size
         room[t] = in->room[t];
     uint64_t budget = in->budget;
     double streamed_cost = in->streamed_cost > 0 && in->streamed_cost < 1 ? in->streamed_cost : 1.0;
+    /* a weight read whole every step is read as much per byte as anything is: it ranks with
+     * the hottest chunk (its own measured heat says how kernels read it, or nothing yet) */
+    double hottest = 0;
+    for (size_t a = 0; in->weights_stay && a < in->alloc_count; a++)
+        for (uint64_t i = 0; i < in->alloc[a].chunks; i++)
+            if (in->alloc[a].heat[i] > hottest)
+                hottest = in->alloc[a].heat[i];
     size_t n = 0, nu = 0, nd = 0;
     for (size_t a = 0; a < in->alloc_count; a++) {
         const tm_rebalance_alloc *al = &in->alloc[a];
@@ -174,8 +181,9 @@ int tm_rebalance_plan(const tm_rebalance_input *in, tm_rebalance_move *out, size
                 }
                 continue;
             }
-            candidate c = { a, i, al->heat[i] * (al->loaded ? streamed_cost : 1.0), al->loaded,
-                            al->streams && streamed_cost < 1.0 };
+            bool stays = al->streams && in->weights_stay;
+            double heat = stays ? hottest : al->heat[i];
+            candidate c = { a, i, heat * (al->loaded ? streamed_cost : 1.0), al->loaded, stays };
             if (from == TM_TIER_HBM)
                 down[nd++] = c;
             else if (promotable(order, from))
@@ -185,7 +193,7 @@ int tm_rebalance_plan(const tm_rebalance_input *in, tm_rebalance_move *out, size
     qsort(up, nu, sizeof *up, hottest_first);
     qsort(down, nd, sizeof *down, coldest_first);
 
-    /* A streaming weight going up displaces no other streaming weight (rebalance.h). */
+    /* A weight read whole going up displaces no other such weight while weights stay (rebalance.h). */
     size_t d_other = 0; /* the coldest HBM chunk not yet swapped that is no streaming weight */
     size_t u = 0, d = 0;
     for (; u < nu && budget > 0; u++) {

@@ -24,9 +24,13 @@
  * data streams through the HBM ring (`streamed_cost` below 1), a byte of it below HBM costs
  * the link that share of what a byte read in place costs, so its heat counts for that much
  * in ranking and in every swap: HBM goes first to what cannot stream (KV cache, buffers
- * the program writes). And no swap trades one streaming weight for another (`streams`):
- * each crosses the link once a step whichever of them stays, so such a swap only spends
- * the link (their heat per byte differs by how kernels read them, not by use). Chunks of equal rank keep
+ * the program writes). While the ring watches launches (`weights_stay`), no swap trades
+ * one weight read whole each step (`streams`) for another: each crosses the link once a
+ * step whichever of them stays, so such a swap only spends the link (their heat per byte
+ * differs by how kernels read them, or is not measured yet, not by use), and each ranks
+ * with the hottest chunk of the pass: nothing is read more per byte than a weight read
+ * whole every step, so only memory as hot as that (KV cache every step reads whole)
+ * displaces it. Chunks of equal rank keep
  * address order, so an allocation that is uniformly hot or cold moves whole; moves come out merged into runs of adjacent chunks of one allocation
  * going to one tier, each marked `whole` when it covers its allocation. */
 #ifndef TM_POLICY_REBALANCE_H
@@ -54,8 +58,8 @@ typedef struct tm_rebalance_alloc {
     const uint8_t *pin;         /* [chunks] tm_tier_id a rule keeps each chunk in, TM_TIER_COUNT for
                                  * none; or NULL: no rule applies to the allocation */
     bool loaded;                /* holds data copied from a model file (weights) */
-    bool streams;               /* a weight the stream ring copies whole each cycle while it is below
-                                 * HBM (with streamed_cost below 1) */
+    bool streams;               /* a weight read whole each step, whichever tier holds it (with
+                                 * weights_stay) */
 } tm_rebalance_alloc;
 
 typedef struct tm_rebalance_input {
@@ -69,6 +73,8 @@ typedef struct tm_rebalance_input {
     double streamed_cost;            /* link time of a `loaded` chunk's byte below HBM against
                                       * one read in place: TM_REBALANCE_STREAMED_COST while the
                                       * ring streams them; 0 or 1: nothing streams */
+    bool weights_stay;               /* no `streams` weight displaces another (the stream ring
+                                      * watches launches) */
 } tm_rebalance_input;
 
 typedef struct tm_rebalance_move {

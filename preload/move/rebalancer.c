@@ -182,18 +182,20 @@ static void rebalance_once(tm_device *d, uint64_t budget)
     tm_rebalance_alloc *in = s.out_of_memory || !s.count ? NULL : malloc(s.count * sizeof *in);
     tm_rebalance_move *moves = in ? malloc(64 * sizeof *moves) : NULL;
     if (moves) {
-        bool streaming = tm_stream_ring_streaming();
+        bool streaming = tm_stream_ring_streaming(), watched = __atomic_load_n(&tm_stream_ready, __ATOMIC_RELAXED);
         for (size_t i = 0; i < s.count; i++)
             in[i] = (tm_rebalance_alloc){ .chunks = s.alloc[i].chunks, .tier = s.alloc[i].tier,
                                           .heat = s.alloc[i].heat, .idle = s.alloc[i].idle,
                                           .pin = s.alloc[i].pin, .loaded = s.alloc[i].loaded,
-                                          .streams = streaming && tm_stream_ring_reads_whole(s.alloc[i].base) };
+                                          .streams = watched && s.alloc[i].loaded &&
+                                                     !tm_stream_ring_only_gathered(s.alloc[i].base) };
         pthread_mutex_lock(&d->place_lock); /* the room after the snapshot: memory freed meanwhile counts */
         tm_device_tiers_now(d, &now);
         pthread_mutex_unlock(&d->place_lock);
         tm_rebalance_input input = { .alloc = in, .alloc_count = s.count, .budget = budget,
                                      .cooldown = TM_REBALANCE_COOLDOWN, .order = &d->policy.order,
-                                     .streamed_cost = streaming ? TM_REBALANCE_STREAMED_COST : 1.0 };
+                                     .streamed_cost = streaming ? TM_REBALANCE_STREAMED_COST : 1.0,
+                                     .weights_stay = watched };
         for (int t = 0; t < TM_TIER_COUNT; t++)
             input.room[t] = now.tier[t].present ? tm_tier_room(&now, (tm_tier_id)t) / d->policy.chunk_size : 0;
         int count = tm_rebalance_plan(&input, moves, 64);

@@ -137,22 +137,32 @@ void tm_stream_ring_start(tm_device *device, const tm_config *config)
     ring.largest = ring.asked ? ring.asked : hbm / TM_STREAM_PLAN_HBM_SHARE;
     ring.learning = true;
     set_ready(true);
+    /* weights load before a cycle shows whether they stream; where a ring of two chunks is a
+     * small share of HBM, the router loads them as for streaming: small weights leave the
+     * reserve to what comes after them (the KV cache) */
+    if (hbm >= (uint64_t)TM_STREAM_AUTO_SHARE * TM_STREAM_PLAN_MIN_CHUNKS * ring.chunk)
+        __atomic_store_n(&device->streams, true, __ATOMIC_RELEASE);
 }
 
 /* ---------------------------------------------------------------- weights */
 
-/* A chunked allocation whose chunks hold model-file data (provenance.h: read-only), small
- * enough for a ring: its first, middle and last chunks are looked at. */
-static bool is_weight(const tm_alloc *a)
+/* A chunked allocation whose chunks hold model-file data (provenance.h: read-only): its
+ * first, middle and last chunks are looked at. */
+static bool holds_weights(const tm_alloc *a)
 {
     const tm_backing *b = a ? a->backing : NULL;
-    if (!b || b->pinned_host || b->plan.chunk_size != ring.chunk || b->plan.chunks == 0 ||
-        a->range.size > ring.largest)
+    if (!b || b->pinned_host || b->plan.chunk_size != ring.chunk || b->plan.chunks == 0)
         return false;
     const tm_tensor **labels = __atomic_load_n(&a->label, __ATOMIC_ACQUIRE);
     uint64_t last = b->plan.chunks - 1;
     return labels && __atomic_load_n(&labels[0], __ATOMIC_RELAXED) &&
            __atomic_load_n(&labels[last / 2], __ATOMIC_RELAXED) && __atomic_load_n(&labels[last], __ATOMIC_RELAXED);
+}
+
+/* ... and small enough for a ring: a weight that may stream. */
+static bool is_weight(const tm_alloc *a)
+{
+    return holds_weights(a) && a->range.size <= ring.largest;
 }
 
 static bool below_hbm(const tm_alloc *a)
@@ -181,31 +191,42 @@ static bool only_gathered(CUdeviceptr base)
     return w && !w->read_whole;
 }
 
-/* Notes the weight `a` that the launch's pointer `value` falls in, read by `threads`. */
-static void add_ref(tm_alloc *a, uint64_t value, uint64_t threads)
+/* Whether the launch's `threads` (TM_HEAT_BYTES_PER_THREAD each) reach all of `a` from its
+ * pointer `value` on; noted in the weight's record. */
+static bool note_reach(const tm_alloc *a, uint64_t value, uint64_t threads)
+{
+    uint64_t ahead = value - a->range.base < a->range.size ? a->range.base + a->range.size - value : 0;
+    bool whole = ahead > 0 && threads * TM_HEAT_BYTES_PER_THREAD * GATHER_SHARE >= ahead;
+    weight *w = weight_at(a->range.base, true);
+    if (w && whole)
+        w->read_whole = true;
+    return whole;
+}
+
+/* Notes the weight `a` that the launch's pointer `value` falls in, read whole or not. */
+static void add_ref(tm_alloc *a, bool whole)
 {
     for (int i = 0; i < ring.ref_count; i++)
         if (ring.refs[i].base == a->range.base)
             return;
     if (ring.ref_count == REFS_MAX)
         return; /* read in place */
-    uint64_t ahead = value - a->range.base < a->range.size ? a->range.base + a->range.size - value : 0;
-    bool whole = ahead > 0 && threads * TM_HEAT_BYTES_PER_THREAD * GATHER_SHARE >= ahead;
-    weight *w = weight_at(a->range.base, true);
-    if (w && whole)
-        w->read_whole = true;
     bool fits = ring.extents && tm_staging_extent(ring.extents, a->range.size) <= ring.extents->capacity;
     ring.refs[ring.ref_count++] = (ref){ .base = a->range.base, .size = a->range.size, .entry = -1,
                                          .streams = fits && whole && below_hbm(a) };
 }
 
+/* The weights the launch reads: every one's reach noted, those a ring could hold kept. */
 static void collect_refs(const uint64_t *values, size_t n, uint64_t threads)
 {
     ring.ref_count = 0;
     for (size_t i = 0; i < n; i++) {
         tm_alloc *a = values[i] ? tm_alloc_at(values[i]) : NULL;
-        if (is_weight(a))
-            add_ref(a, values[i], threads);
+        if (!holds_weights(a))
+            continue;
+        bool whole = note_reach(a, values[i], threads);
+        if (a->range.size <= ring.largest)
+            add_ref(a, whole);
     }
 }
 
@@ -214,13 +235,12 @@ bool tm_stream_ring_streaming(void)
     return __atomic_load_n(&ring.streaming, __ATOMIC_ACQUIRE);
 }
 
-bool tm_stream_ring_reads_whole(CUdeviceptr base)
+bool tm_stream_ring_only_gathered(CUdeviceptr base)
 {
     pthread_mutex_lock(&ring.lock);
-    const weight *w = ring.device ? weight_at(base, false) : NULL;
-    bool whole = w && w->read_whole;
+    bool gathered = ring.device && only_gathered(base);
     pthread_mutex_unlock(&ring.lock);
-    return whole;
+    return gathered;
 }
 
 /* ---------------------------------------------------------------- the ring's memory */

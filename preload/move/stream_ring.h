@@ -53,15 +53,21 @@
  * are about what its bytes take on the link. */
 #define TM_STREAM_MIN_SHARE 8
 
+/* Weights load as for streaming (policy/place.h) where a ring of two chunks is at most
+ * 1/TM_STREAM_AUTO_SHARE of HBM. */
+#define TM_STREAM_AUTO_SHARE 16
+
 /* Set while launches are watched: from set-up until the ring declines or fails. */
 extern bool tm_stream_ready;
 
 /* The ring is set up and streams (the rebalancer counts streamed bytes at the copy
- * engines' cost then). */
+ * engines' cost then; while launches are watched, tm_stream_ready, it swaps no weight read
+ * whole for another). */
 bool tm_stream_ring_streaming(void);
 
-/* A launch read the weight at `base` whole: it streams whenever it is below HBM. */
-bool tm_stream_ring_reads_whole(CUdeviceptr base);
+/* Every launch seen read the weight at `base` a row at a time (an embedding gathered): it
+ * is read in place, never streamed. */
+bool tm_stream_ring_only_gathered(CUdeviceptr base);
 
 /* Watches launches when the policy is `heat`, TIERMEM_STREAM is not off and the lower
  * tiers can be read in place from a VMM range; says why not in one info line otherwise. */

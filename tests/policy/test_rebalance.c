@@ -214,7 +214,7 @@ static void test_streamed_weights_give_way(void **state)
 /* While weights stream, a streaming weight never displaces another, however their heat per
  * byte differs (how kernels read a matrix sets it, not how often): each crosses the link
  * once a step whichever stays. It still displaces what does not stream (a gathered
- * embedding), and KV cache still displaces streaming weights. */
+ * embedding), and KV cache as hot as the hottest chunk still displaces streaming weights. */
 static void test_streaming_weights_never_swap(void **state)
 {
     (void)state;
@@ -228,6 +228,7 @@ static void test_streaming_weights_never_swap(void **state)
     a[0].streams = a[1].streams = true;
     tm_rebalance_input in = make_input(a, 3, 0, 100, 100);
     in.streamed_cost = TM_REBALANCE_STREAMED_COST;
+    in.weights_stay = true;
     tm_rebalance_move out[16];
     /* the embedding goes down, w_q comes up; w_2 stays (moves come in allocation order) */
     int n = tm_rebalance_plan(&in, out, 16);
@@ -245,6 +246,7 @@ static void test_streaming_weights_never_swap(void **state)
 
     /* nothing streaming (the ring declined): heat decides again */
     in.streamed_cost = 1.0;
+    in.weights_stay = false;
     n = tm_rebalance_plan(&in, out, 16);
     assert_int_equal(n, 2);
     assert_int_equal(out[0].alloc, 0);
@@ -252,11 +254,16 @@ static void test_streaming_weights_never_swap(void **state)
     assert_int_equal(out[1].alloc, 1);
     assert_int_equal(out[1].to, TM_TIER_DDR);
 
-    /* KV cache read every step displaces a streaming weight */
+    /* a streaming weight ranks with the hottest chunk (1.5 here, whatever its own heat): KV
+     * cache colder than that stays below, KV read as much as the hottest displaces it */
     in.streamed_cost = TM_REBALANCE_STREAMED_COST;
+    in.weights_stay = true;
     a[2].loaded = false;
     for (int i = 0; i < 4; i++)
         f[2].heat[i] = 1.0;
+    assert_int_equal(tm_rebalance_plan(&in, out, 16), 0);
+    for (int i = 0; i < 4; i++)
+        f[2].heat[i] = 1.5;
     n = tm_rebalance_plan(&in, out, 16);
     assert_int_equal(n, 2);
     assert_int_equal(out[0].alloc, 1);
