@@ -193,7 +193,7 @@ int tm_rebalance_plan(const tm_rebalance_input *in, tm_rebalance_move *out, size
     qsort(up, nu, sizeof *up, hottest_first);
     qsort(down, nd, sizeof *down, coldest_first);
 
-    /* A weight read whole going up displaces no other such weight while weights stay (rebalance.h). */
+    /* While weights stay, a weight read whole going up displaces only a gathered one (rebalance.h). */
     size_t d_other = 0; /* the coldest HBM chunk not yet swapped that is no streaming weight */
     size_t u = 0, d = 0;
     for (; u < nu && budget > 0; u++) {
@@ -209,7 +209,7 @@ int tm_rebalance_plan(const tm_rebalance_input *in, tm_rebalance_move *out, size
             continue;
         }
         size_t *next = p->streams ? &d_other : &d;
-        while (*next < nd && (down[*next].value < 0 || (p->streams && down[*next].streams)))
+        while (*next < nd && (down[*next].value < 0 || (p->streams && (down[*next].streams || !down[*next].loaded))))
             (*next)++;
         if (*next >= nd || budget < 2) {
             if (p->streams)

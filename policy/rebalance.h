@@ -24,13 +24,13 @@
  * data streams through the HBM ring (`streamed_cost` below 1), a byte of it below HBM costs
  * the link that share of what a byte read in place costs, so its heat counts for that much
  * in ranking and in every swap: HBM goes first to what cannot stream (KV cache, buffers
- * the program writes). While the ring watches launches (`weights_stay`), no swap trades
- * one weight read whole each step (`streams`) for another: each crosses the link once a
- * step whichever of them stays, so such a swap only spends the link (their heat per byte
- * differs by how kernels read them, or is not measured yet, not by use), and each ranks
- * with the hottest chunk of the pass: nothing is read more per byte than a weight read
- * whole every step, so only memory as hot as that (KV cache every step reads whole)
- * displaces it. Chunks of equal rank keep
+ * the program writes). While the ring watches launches (`weights_stay`), a weight read
+ * whole each step (`streams`) displaces only weights read a row at a time: it crosses the
+ * link once a step whichever weight stays, so a swap with another only spends the link
+ * (their heat per byte differs by how kernels read them, or is not measured yet, not by
+ * use), and the ring put what cannot stream in HBM for it. Each ranks with the hottest
+ * chunk of the pass: nothing is read more per byte than a weight read whole every step, so
+ * only memory as hot as that (KV cache every step reads whole) displaces it. Chunks of equal rank keep
  * address order, so an allocation that is uniformly hot or cold moves whole; moves come out merged into runs of adjacent chunks of one allocation
  * going to one tier, each marked `whole` when it covers its allocation. */
 #ifndef TM_POLICY_REBALANCE_H

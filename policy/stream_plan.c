@@ -11,11 +11,11 @@ static uint64_t whole_chunks(uint64_t bytes, uint64_t chunk)
 tm_stream_plan tm_stream_plan_make(const tm_stream_plan_input *in)
 {
     tm_stream_plan plan = { 0 };
-    if (!in->chunk || in->count == 0) {
+    if (!in->chunk || (in->count == 0 && in->other == 0)) {
         plan.why_not = "no weight a cycle reads is below HBM";
         return plan;
     }
-    uint64_t largest = 0;
+    uint64_t largest = in->other ? in->resident_largest : 0;
     for (size_t i = 0; i < in->count; i++)
         if (in->spilled[i] > largest)
             largest = in->spilled[i];
@@ -35,14 +35,17 @@ tm_stream_plan tm_stream_plan_make(const tm_stream_plan_input *in)
         else
             plan.in_place += in->spilled[i];
     }
-    if (plan.streamable == 0) {
+    plan.lifted = in->other;
+    if (plan.streamable + plan.lifted == 0) {
         plan.why_not = "every spilled weight is larger than the ring could be";
         return plan;
     }
     double cost = in->streamed_cost > 0 && in->streamed_cost < 1 ? in->streamed_cost : 1;
-    /* link time in units of a byte copied: in place 1/cost a byte, streamed 1 */
-    double in_place = (double)plan.streamable / cost;
-    double streamed = (double)(plan.streamable + ring);
+    /* link time in units of a byte copied: in place 1/cost a byte, streamed 1 (what is lifted
+     * into HBM puts as many bytes of weights below it, which stream) */
+    double below = (double)(plan.streamable + plan.lifted);
+    double in_place = below / cost;
+    double streamed = below + (double)ring;
     plan.gain = in_place / streamed;
     if (!in->forced && streamed * TM_STREAM_PLAN_MARGIN > in_place) {
         plan.why_not = "its HBM would cost the link more than streaming saves";

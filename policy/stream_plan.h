@@ -9,6 +9,11 @@
  * when (spilled + ring) * TM_STREAM_PLAN_MARGIN <= spilled / TM_REBALANCE_STREAMED_COST:
  * on PCIe 5 a ring of up to about 0.3 of the spilled bytes.
  *
+ * Memory a cycle reads below HBM that cannot stream (KV cache, activations) counts with the
+ * spilled weights: with the ring it goes up into HBM in place of weights, which then stream;
+ * without it, it is read in place like them (as much of it as resident weights can make room
+ * for).
+ *
  * The ring holds a weight whole, so its size follows the largest spilled weight: that one
  * and one chunk more, so the next weight's copy can start while the largest is read; at
  * least two chunks; never more than 1/TM_STREAM_PLAN_HBM_SHARE of HBM (a weight larger
@@ -28,6 +33,9 @@
 typedef struct tm_stream_plan_input {
     const uint64_t *spilled;    /* [count] bytes of each weight a cycle reads that has chunks below HBM */
     size_t count;
+    uint64_t other;             /* bytes of memory that cannot stream a cycle reads below HBM (no
+                                 * more than resident weights can make room for) */
+    uint64_t resident_largest;  /* the largest resident weight that could go below HBM for it */
     uint64_t asked;             /* TIERMEM_STREAM_RING, or 0 */
     bool forced;                /* TIERMEM_STREAM=on */
     uint64_t chunk;
@@ -39,6 +47,7 @@ typedef struct tm_stream_plan {
     uint64_t ring;              /* bytes of HBM the ring takes (whole chunks); 0: it does not stream */
     uint64_t streamable;        /* the spilled weights' bytes that fit in the ring: what streams */
     uint64_t in_place;          /* the spilled bytes of weights larger than the ring */
+    uint64_t lifted;            /* bytes of `other` the ring lets into HBM (in place of weights) */
     double gain;                /* in-place link time over streamed link time (ring included) */
     const char *why_not;        /* with ring 0: why, in words */
 } tm_stream_plan;

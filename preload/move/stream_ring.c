@@ -48,6 +48,13 @@ typedef struct weight {
     UT_hash_handle hh;
 } weight;
 
+/* Chunked memory that is no weight (KV cache, activations) a launch read below HBM while
+ * the cycle was learned. */
+typedef struct other {
+    CUdeviceptr base;      /* the key */
+    UT_hash_handle hh;
+} other;
+
 /* A weight the launch in progress reads. */
 typedef struct ref {
     CUdeviceptr base;      /* the weight's address, its key */
@@ -71,6 +78,7 @@ static struct {
     bool streaming;                     /* the ring is set up and streams (atomic) */
     tm_prefetch_order order;
     weight *weights;                    /* every weight a launch read, by address (uthash) */
+    other *others;                      /* memory that cannot stream read below HBM while learning */
     /* the ring, once sized */
     CUcontext ctx;
     CUstream stream;                    /* the ring's copies */
@@ -88,7 +96,7 @@ static struct {
     void **params, **extra;             /* its own arguments, given back after it */
     tm_launch_args args;
     /* figures for the exit line */
-    uint64_t staged, staged_bytes, late, replaced, in_place, demoted_bytes;
+    uint64_t staged, staged_bytes, late, replaced, in_place, demoted_bytes, lifted_bytes;
     uint64_t learned;                   /* launches that read weights while learning */
 } ring = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
@@ -191,6 +199,26 @@ static bool only_gathered(CUdeviceptr base)
     return w && !w->read_whole;
 }
 
+static void note_other(CUdeviceptr base)
+{
+    other *o;
+    HASH_FIND(hh, ring.others, &base, sizeof base, o);
+    if (!o && (o = calloc(1, sizeof *o))) {
+        o->base = base;
+        HASH_ADD(hh, ring.others, base, sizeof o->base, o);
+    }
+}
+
+static void forget_others(void)
+{
+    other *o, *next;
+    HASH_ITER(hh, ring.others, o, next)
+    {
+        HASH_DEL(ring.others, o);
+        free(o);
+    }
+}
+
 /* Whether the launch's `threads` (TM_HEAT_BYTES_PER_THREAD each) reach all of `a` from its
  * pointer `value` on; noted in the weight's record. */
 static bool note_reach(const tm_alloc *a, uint64_t value, uint64_t threads)
@@ -222,6 +250,9 @@ static void collect_refs(const uint64_t *values, size_t n, uint64_t threads)
     ring.ref_count = 0;
     for (size_t i = 0; i < n; i++) {
         tm_alloc *a = values[i] ? tm_alloc_at(values[i]) : NULL;
+        if (ring.learning && a && a->backing && !a->backing->pinned_host && a->backing->plan.chunk_size == ring.chunk &&
+            !holds_weights(a) && below_hbm(a))
+            note_other(a->range.base);
         if (!holds_weights(a))
             continue;
         bool whole = note_reach(a, values[i], threads);
@@ -319,25 +350,45 @@ static bool demote(const candidate *c)
     return false;
 }
 
-/* Takes the ring's chunks: from HBM's room, then from resident weights moved below HBM.
- * No lock held (migrations take the remap lock). */
-static bool take_chunks(int chunks, candidate *cand, size_t cand_count)
+/* Takes the ring's chunks: from HBM's room, then from resident weights moved below HBM
+ * (cand[*next] on). No lock held (migrations take the remap lock). */
+static bool take_chunks(int chunks, const candidate *cand, size_t cand_count, size_t *next)
 {
     ring.handle = calloc((size_t)chunks, sizeof *ring.handle);
     if (!ring.handle)
         return false;
-    size_t next = 0;
     while (ring.chunks < chunks) {
         if (tm_chunk_pool_take(ring.device, TM_TIER_HBM, &ring.handle[ring.chunks])) {
             ring.chunks++;
             continue;
         }
-        while (ring.may_demote && next < cand_count && !demote(&cand[next]))
-            next++;
-        if (!ring.may_demote || next++ >= cand_count)
+        while (ring.may_demote && *next < cand_count && !demote(&cand[*next]))
+            ++*next;
+        if (!ring.may_demote || (*next)++ >= cand_count)
             return false;
     }
     return true;
+}
+
+/* Moves memory that cannot stream up into HBM, resident weights (cand[*next] on) going
+ * below to make room, as far as they can. No lock held. */
+static void lift(const candidate *up, size_t up_count, const candidate *cand, size_t cand_count, size_t *next)
+{
+    for (size_t i = 0; i < up_count; i++) {
+        for (;;) {
+            CUresult r = tm_migrate_range(up[i].base, up[i].size, TM_TIER_HBM);
+            if (r == CUDA_SUCCESS) {
+                ring.lifted_bytes += up[i].size;
+                break;
+            }
+            if (r != CUDA_ERROR_OUT_OF_MEMORY)
+                break; /* freed meanwhile, or shared with another process: it stays */
+            while (*next < cand_count && !demote(&cand[*next]))
+                ++*next;
+            if ((*next)++ >= cand_count)
+                return;
+        }
+    }
 }
 
 /* Maps the chunks once at a range of their own (in the current context). */
@@ -374,11 +425,37 @@ static bool map_ring(void)
 
 /* ---------------------------------------------------------------- sizing */
 
-/* What one cycle reads, from the learned order (locks held): the spilled weights' sizes
- * into sizes[], the resident ones that could make room into cand[]. */
-static void survey(uint64_t *sizes, size_t *count, candidate *cand, size_t *cand_count)
+/* What one cycle reads below HBM, and what could make room for it. */
+typedef struct cycle {
+    uint64_t *spilled;      /* [count] sizes of the weights below HBM that stream */
+    size_t count;
+    candidate *cand;        /* [cand_count] resident weights that could go below HBM */
+    size_t cand_count;
+    candidate *lift;        /* [lift_count] memory that cannot stream, below HBM in part */
+    size_t lift_count;
+    uint64_t other;         /* its bytes below HBM */
+    uint64_t resident;      /* the candidates' bytes, gathered ones left out */
+    uint64_t resident_largest;
+} cycle;
+
+static void cycle_free(cycle *c)
 {
-    *count = *cand_count = 0;
+    free(c->spilled);
+    free(c->cand);
+    free(c->lift);
+}
+
+/* What one cycle reads, from the learned order and the memory noted while learning (locks
+ * held); false without memory. */
+static bool survey(cycle *c)
+{
+    memset(c, 0, sizeof *c);
+    size_t others = HASH_COUNT(ring.others);
+    c->spilled = malloc((ring.order.len + 1) * sizeof *c->spilled);
+    c->cand = malloc((ring.order.len + 1) * sizeof *c->cand);
+    c->lift = malloc((others + 1) * sizeof *c->lift);
+    if (!c->spilled || !c->cand || !c->lift)
+        return false;
     for (uint32_t i = 0; i < ring.order.len; i++) {
         tm_alloc *a = tm_alloc_at(ring.order.key[i]);
         if (!is_weight(a) || a->range.base != ring.order.key[i])
@@ -388,12 +465,38 @@ static void survey(uint64_t *sizes, size_t *count, candidate *cand, size_t *cand
                  (unsigned long long)a->range.size, below_hbm(a) ? "below hbm" : "in hbm", gather ? ", gathered" : "");
         if (below_hbm(a)) {
             if (!gather)
-                sizes[(*count)++] = a->range.size;
+                c->spilled[c->count++] = a->range.size;
         } else if (!a->ipc_pinned) {
-            cand[(*cand_count)++] =
+            c->cand[c->cand_count++] =
                 (candidate){ .base = a->range.base, .size = a->range.size, .gathered = gather, .position = i };
+            if (!gather) {
+                c->resident += a->range.size;
+                if (a->range.size > c->resident_largest)
+                    c->resident_largest = a->range.size;
+            }
         }
     }
+    other *o, *next;
+    HASH_ITER(hh, ring.others, o, next)
+    {
+        tm_alloc *a = tm_alloc_at(o->base);
+        if (!a || a->range.base != o->base || !a->backing || !below_hbm(a) || a->ipc_pinned)
+            continue;
+        const tm_plan *p = &a->backing->plan;
+        /* in HBM it takes whole chunks, and as many weight bytes stream in its place: worth it
+         * only where reading its bytes in place costs the link more than copying that many */
+        if ((double)a->range.size < TM_REBALANCE_STREAMED_COST * (double)(p->chunks * ring.chunk))
+            continue;
+        uint64_t below = (p->chunks - __atomic_load_n(&p->per_tier[TM_TIER_HBM], __ATOMIC_RELAXED)) * ring.chunk;
+        c->other += below < a->range.size ? below : a->range.size;
+        c->lift[c->lift_count++] = (candidate){ .base = a->range.base, .size = a->range.size };
+    }
+    if (c->other > c->resident)
+        c->other = c->resident;
+    if (!ring.may_demote)
+        c->other = 0; /* nothing may make room for it */
+    forget_others();
+    return true;
 }
 
 static void decline(const char *why, uint64_t spilled, size_t count)
@@ -406,31 +509,36 @@ static void decline(const char *why, uint64_t spilled, size_t count)
     set_ready(false);
 }
 
-/* Takes and maps the ring's chunks (no lock held: the migrations that make room take the
- * remap lock themselves). */
-static void set_up(const tm_stream_plan *p, size_t count, candidate *cand, size_t cand_count)
+/* Takes and maps the ring's chunks, and lets memory that cannot stream into HBM in place
+ * of weights (no lock held: the migrations that make room take the remap lock themselves). */
+static void set_up(const tm_stream_plan *p, cycle *c)
 {
     uint64_t spilled = p->streamable + p->in_place;
-    qsort(cand, cand_count, sizeof *cand, by_room_given);
-    bool taken = take_chunks((int)(p->ring / ring.chunk), cand, cand_count);
+    qsort(c->cand, c->cand_count, sizeof *c->cand, by_room_given);
+    size_t next = 0;
+    bool taken = take_chunks((int)(p->ring / ring.chunk), c->cand, c->cand_count, &next);
+    if (taken && p->lifted)
+        lift(c->lift, c->lift_count, c->cand, c->cand_count, &next);
     tm_remap_lock();
     pthread_mutex_lock(&ring.lock);
     CUcontext ctx = NULL;
     if (!taken || tm_real.cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx) {
         release_ring();
-        decline("HBM could not give the ring its chunks", spilled, count);
+        decline("HBM could not give the ring its chunks", spilled, c->count);
     } else if ((ring.ctx = ctx, !map_ring())) {
         stop_streaming("setting up the ring", CUDA_ERROR_UNKNOWN);
         release_ring();
     } else {
         set_streaming(true);
-        char size[32], moved[32], below[32], alone[32];
+        char size[32], moved[32], below[32], alone[32], up[32];
         tm_info("policy heat: spilled weights stream through a ring of %d HBM chunks (%s): a cycle reads %zu weights "
                 "below HBM (%s, %s of them in weights larger than the ring, read in place); %s of resident weights "
-                "went below HBM to make room; streaming should cross the link %.2fx faster than reading in place",
-                ring.chunks, tm_format_size(p->ring, size, sizeof size), count,
+                "went below HBM to make room for the ring and for %s of other memory a cycle reads; streaming should "
+                "cross the link %.2fx faster than reading in place",
+                ring.chunks, tm_format_size(p->ring, size, sizeof size), c->count,
                 tm_format_size(spilled, below, sizeof below), tm_format_size(p->in_place, alone, sizeof alone),
-                tm_format_size(ring.demoted_bytes, moved, sizeof moved), p->gain);
+                tm_format_size(ring.demoted_bytes, moved, sizeof moved),
+                tm_format_size(ring.lifted_bytes, up, sizeof up), p->gain);
     }
     pthread_mutex_unlock(&ring.lock);
     tm_remap_unlock();
@@ -444,32 +552,30 @@ static void plan(void)
     bool due = ring.plan_due && ring.learning && !ring.failed;
     ring.plan_due = false;
     ring.learning = false;
-    uint64_t *sizes = due ? malloc((ring.order.len + 1) * sizeof *sizes) : NULL;
-    candidate *cand = sizes ? malloc((ring.order.len + 1) * sizeof *cand) : NULL;
-    size_t count = 0, cand_count = 0;
-    if (cand)
-        survey(sizes, &count, cand, &cand_count);
-    else if (due)
+    cycle c = { 0 };
+    bool surveyed = due && survey(&c);
+    if (due && !surveyed)
         decline("out of memory", 0, 0);
     pthread_mutex_unlock(&ring.lock);
     tm_remap_unlock();
-    if (cand) {
-        tm_stream_plan_input in = { .spilled = sizes, .count = count, .asked = ring.asked, .forced = ring.forced,
-                                    .chunk = ring.chunk, .hbm_limit = ring.device->tiers.tier[TM_TIER_HBM].limit,
+    if (surveyed) {
+        tm_stream_plan_input in = { .spilled = c.spilled, .count = c.count, .other = c.other,
+                                    .resident_largest = c.resident_largest, .asked = ring.asked,
+                                    .forced = ring.forced, .chunk = ring.chunk,
+                                    .hbm_limit = ring.device->tiers.tier[TM_TIER_HBM].limit,
                                     .streamed_cost = TM_REBALANCE_STREAMED_COST };
         tm_stream_plan p = tm_stream_plan_make(&in);
         if (p.ring) {
-            set_up(&p, count, cand, cand_count);
+            set_up(&p, &c);
         } else {
             tm_remap_lock();
             pthread_mutex_lock(&ring.lock);
-            decline(p.why_not, p.streamable + p.in_place, count);
+            decline(p.why_not, p.streamable + p.in_place, c.count);
             pthread_mutex_unlock(&ring.lock);
             tm_remap_unlock();
         }
     }
-    free(sizes);
-    free(cand);
+    cycle_free(&c);
 }
 
 /* ---------------------------------------------------------------- copies */
@@ -710,10 +816,16 @@ void tm_stream_ring_forget(CUdeviceptr base, uint64_t bytes)
             break;
         tm_staging_drop(ring.extents, (int)e);
     }
-    weight *w = weight_at(base, false); /* a weight's record is keyed by its base */
+    weight *w = weight_at(base, false); /* records are keyed by an allocation's base */
     if (w) {
         HASH_DEL(ring.weights, w);
         free(w);
+    }
+    other *o;
+    HASH_FIND(hh, ring.others, &base, sizeof base, o);
+    if (o) {
+        HASH_DEL(ring.others, o);
+        free(o);
     }
     pthread_mutex_unlock(&ring.lock);
 }
@@ -747,6 +859,7 @@ void tm_stream_ring_stop(void)
                 (unsigned long long)ring.order.restarts);
     }
     tm_prefetch_order_free(&ring.order);
+    forget_others();
     weight *w, *next;
     HASH_ITER(hh, ring.weights, w, next)
     {
@@ -764,6 +877,7 @@ void tm_stream_ring_forget_in_child(void)
     set_ready(false);
     ring.device = NULL; /* the chunks, stream and events are the parent's */
     ring.weights = NULL;
+    ring.others = NULL;
     ring.extents = NULL;
     ring.stage = NULL;
     ring.handle = NULL;
