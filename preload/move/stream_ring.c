@@ -148,8 +148,15 @@ void tm_stream_ring_start(tm_device *device, const tm_config *config)
     /* weights load before a cycle shows whether they stream; where a ring of two chunks is a
      * small share of HBM, the router loads them as for streaming: small weights leave the
      * reserve to what comes after them (the KV cache) */
-    if (hbm >= (uint64_t)TM_STREAM_AUTO_SHARE * TM_STREAM_PLAN_MIN_CHUNKS * ring.chunk)
-        __atomic_store_n(&device->streams, true, __ATOMIC_RELEASE);
+    if (hbm < (uint64_t)TM_STREAM_AUTO_SHARE * TM_STREAM_PLAN_MIN_CHUNKS * ring.chunk)
+        return;
+    __atomic_store_n(&device->streams, true, __ATOMIC_RELEASE);
+    /* the smallest ring is taken now: weights a chunk or smaller are driver memory that
+     * cannot move below HBM later to make room for it */
+    ring.handle = calloc(TM_STREAM_PLAN_MIN_CHUNKS, sizeof *ring.handle);
+    while (ring.handle && ring.chunks < TM_STREAM_PLAN_MIN_CHUNKS &&
+           tm_chunk_pool_take(device, TM_TIER_HBM, &ring.handle[ring.chunks]))
+        ring.chunks++;
 }
 
 /* ---------------------------------------------------------------- weights */
@@ -354,9 +361,12 @@ static bool demote(const candidate *c)
  * (cand[*next] on). No lock held (migrations take the remap lock). */
 static bool take_chunks(int chunks, const candidate *cand, size_t cand_count, size_t *next)
 {
-    ring.handle = calloc((size_t)chunks, sizeof *ring.handle);
-    if (!ring.handle)
+    while (ring.chunks > chunks) /* taken at start, more than asked for */
+        tm_chunk_pool_give(ring.device, TM_TIER_HBM, ring.handle[--ring.chunks]);
+    CUmemGenericAllocationHandle *grown = realloc(ring.handle, (size_t)chunks * sizeof *ring.handle);
+    if (!grown)
         return false;
+    ring.handle = grown;
     while (ring.chunks < chunks) {
         if (tm_chunk_pool_take(ring.device, TM_TIER_HBM, &ring.handle[ring.chunks])) {
             ring.chunks++;
@@ -507,6 +517,7 @@ static void decline(const char *why, uint64_t spilled, size_t count)
             "%s; TIERMEM_STREAM=on streams anyway)", why, count, bytes);
     ring.failed = true;
     set_ready(false);
+    release_ring(); /* the chunks taken at start go back */
 }
 
 /* Takes and maps the ring's chunks, and lets memory that cannot stream into HBM in place

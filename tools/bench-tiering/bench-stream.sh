@@ -1,17 +1,15 @@
 #!/usr/bin/env bash
 # bench-stream — spilled weights read in place (zero-copy) against streamed through the
 # heat policy's HBM staging ring, side by side: the dense llama shape of bench-tiering at
-# 1.75 times a larger device (the ring's two 2 MiB chunks are a small share of it, as on a
-# real GPU), decode at batch 1 and 16, `heat` with TIERMEM_STREAM=off and =auto, each step
+# 1.75 times a larger device (the ring, the largest spilled weight and a chunk, is a small
+# share of it, as on a real GPU), decode at batch 1 and 16, `heat` with TIERMEM_STREAM=off and =auto, each step
 # time divided by the link bound. Where the time goes: the bytes the copy engine carries
 # per decode step (two runs of different lengths, the difference per step), the copy
 # engine's busy share of the step, and what is left (launches waiting for a copy, reads of
 # what stays in place: the engine's activations and KV cache when they spill too).
 # Every fixed cost is the profile's (launches, copy set-up, first access over the link, VMM
-# calls); the last three columns are the streamed step again with all of them halved and
-# doubled, how much the choice leans on them, and with the remap calls (cuMemMap, cuMemUnmap,
-# cuMemSetAccess) free: what a ring that never remaps could reach at most, every other cost
-# still charged. Host code is free (SIMCUDA_HOST_TIME=0: the
+# calls); the last two columns are the streamed step again with all of them halved and
+# doubled, how much the choice leans on them. Host code is free (SIMCUDA_HOST_TIME=0: the
 # program's own code, not a cost of the GPU's; the driver's VMM calls are still charged).
 # Run by bench-tiering.sh, or alone.
 #
@@ -44,9 +42,6 @@ scaled_costs() {
   grep -E '^ *X\([a-z_0-9]+, "[A-Z_0-9]+_US",' "$TIME_H" | sed -E 's/^ *X\(//; s/\).*//' |
     awk -F', *' -v c=$col -v f="$2" '{ gsub(/"/, "", $2); printf "SIMCUDA_%s=%g\n", $2, $c * f }'
 }
-# the remap calls at no cost, per call and per 2 MiB
-remaps_free=(SIMCUDA_MAP_US=0 SIMCUDA_MAP_2M_US=0 SIMCUDA_UNMAP_US=0 SIMCUDA_UNMAP_2M_US=0 SIMCUDA_SET_ACCESS_US=0
-  SIMCUDA_SET_ACCESS_2M_US=0)
 field() { sed -n "s/.*summary:.* $1=\([0-9.]*\).*/\1/p" "$2" | tail -n 1; }
 copied() { sed -n 's/^simcuda: exit: copied host-numa -> device: \([0-9]*\) bytes/\1/p' "$1"; }
 # GiB kernels read in place (host-numa), from simcuda's exit summary
@@ -77,16 +72,15 @@ run() {
 
 printf '\n%s, dense model %.2fx a %d MiB device, heat policy: spilled weights read in place or streamed\n' \
   "$PROFILE" 1.75 "$DEVICE_MIB"
-printf 'through a ring of 2 HBM chunks; step time / link bound, and where a streamed step goes\n'
-printf '%-9s %9s %10s %7s %10s %7s %12s %8s %8s %13s %8s %9s %9s %9s\n' mode "bound ms" "zero-copy" "/bound" streamed \
-  "/bound" "copied/step" "copy ms" "CE busy" "in place/step" "its ms" "costs/2" "costs*2" "remaps 0"
+printf 'through its HBM ring; step time / link bound, and where a streamed step goes\n'
+printf '%-9s %9s %10s %7s %10s %7s %12s %8s %8s %13s %8s %9s %9s\n' mode "bound ms" "zero-copy" "/bound" streamed \
+  "/bound" "copied/step" "copy ms" "CE busy" "in place/step" "its ms" "costs/2" "costs*2"
 EMBD=$((vocab * 256 * 4))
 for mode in decode1 decode16; do
   zc=$(run $mode off 2) st=$(run $mode auto 2) st4=$(run $mode auto 4)
   mapfile -t half < <(scaled_costs "$PROFILE" 0.5)
   mapfile -t double < <(scaled_costs "$PROFILE" 2)
   sth=$(run $mode auto 2 half "${half[@]}") std=$(run $mode auto 2 double "${double[@]}")
-  stf=$(run $mode auto 2 free "${remaps_free[@]}")
   w=$(field weight_bytes "$st") tokens=${mode#decode}
   other=$(($(field device_bytes "$st") - w))
   # the link bound as bench-tiering computes it (bound_ms there): weights but the
@@ -100,17 +94,16 @@ for mode in decode1 decode16; do
   awk -v b="$bound" -v z="$(field sim_decode_step_ms "$zc")" -v s="$(field sim_decode_step_ms "$st")" \
       -v c2="$(copied "$st")" -v c4="$(copied "$st4")" -v r2="$(in_place "$st")" -v r4="$(in_place "$st4")" \
       -v h="$(field sim_decode_step_ms "$sth")" -v x2="$(field sim_decode_step_ms "$std")" \
-      -v f="$(field sim_decode_step_ms "$stf")" \
       -v link="$H2D" -v zc="$ZC" -v m=$mode 'BEGIN {
     per = (c4 - c2) / 2; ms = per / (link * 1e6); rd = (r4 - r2) / 2 * 1073741824
-    printf "%-9s %9.4f %10.4f %7.2f %10.4f %7.2f %8.1f MiB %8.4f %7.0f%% %9.1f MiB %8.4f %9.2f %9.2f %9.2f\n", m, b, z, z / b,
-      s, s / b, per / 1048576, ms, 100 * ms / s, rd / 1048576, rd / (zc * 1e6), h / b, x2 / b, f / b }'
+    printf "%-9s %9.4f %10.4f %7.2f %10.4f %7.2f %8.1f MiB %8.4f %7.0f%% %9.1f MiB %8.4f %9.2f %9.2f\n", m, b, z, z / b,
+      s, s / b, per / 1048576, ms, 100 * ms / s, rd / 1048576, rd / (zc * 1e6), h / b, x2 / b }'
   printf '  bound: max(%.1f MiB resident / HBM_GBPS %s, %.1f MiB spilled + %d embedding rows / H2D_GBPS %s, FLOPs / TFLOPS %s)\n' \
     "$(awk -v w="$w" -v e=$EMBD -v s="$spill" 'BEGIN { print (w - e - s) / 1048576 }')" "$HBM" \
     "$(awk -v s="$spill" 'BEGIN { print s / 1048576 }')" "$tokens" "$H2D" "$TF"
 done
 printf '  (weights %.1f MiB, of them the embedding %.1f MiB read a row per token; the HBM reserve, the KV pool\n' \
   "$(awk -v w="$w" 'BEGIN { print w / 1048576 }')" "$(awk -v e=$EMBD 'BEGIN { print e / 1048576 }')"
-printf '   and the activations (%.1f MiB) count as resident; costs/2, costs*2: every *_US value of the profile scaled;\n' \
+printf '   and the activations (%.1f MiB) count as resident; costs/2, costs*2: every *_US value of the profile scaled)\n' \
   "$(awk -v o="$other" -v d=$((DEVICE_MIB << 20)) 'BEGIN { c = 2097152; print (o + int((d / 64 + c - 1) / c) * c) / 1048576 }')"
-printf '   remaps 0: cuMemMap, cuMemUnmap and cuMemSetAccess free, every other cost charged)\n'
+printf '%s\n' "$(grep -h -o 'policy heat: spilled weights .*' "$T"/run-decode1-auto-2-profile.err | head -n 1)"
