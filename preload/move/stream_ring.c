@@ -129,7 +129,10 @@ void tm_stream_ring_start(tm_device *device, const tm_config *config)
                       : !tm_real.cuEventCreate || !tm_real.cuStreamWaitEvent || !tm_real.cuMemcpyDtoDAsync_v2
                           ? "the driver lacks events or asynchronous copies"
                       : !tm_real.cuFuncGetParamInfo ? "the driver does not describe kernel parameters (cuFuncGetParamInfo)"
-                                                    : NULL;
+                      : !config->stream_ring.set && device->tiers.tier[TM_TIER_HBM].limit / TM_STREAM_PLAN_HBM_SHARE <
+                                                       TM_STREAM_PLAN_MIN_CHUNKS * device->policy.chunk_size
+                          ? "HBM is too small for a ring of two chunks in a quarter of it"
+                          : NULL;
     if (!why && !tm_prefetch_order_init(&ring.order))
         why = "out of memory";
     if (why) {
@@ -858,7 +861,7 @@ void tm_stream_ring_stop(void)
     } else if (ring.handle) {
         release_ring();
     }
-    if (chunks || ring.staged) {
+    if (ring.staged) {
         char moved[32], size[32];
         tm_info("exit: stream: %llu weights streamed (%s copied) through a ring of %d chunks (%s), %llu copied when "
                 "their launch came; %llu parameters pointed at the ring, %llu staged weights read in place; order of "
