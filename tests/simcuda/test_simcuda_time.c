@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "tests/simcuda/harness.h"
 #include "tests/simcuda/simcuda_only.h"
@@ -149,6 +151,50 @@ static void check_close(double got, double want, const char *what)
         print_error("%s: %.4f ms, expected %.4f ms within 2%%\n", what, got, want);
         fail();
     }
+}
+
+/* SIMCUDA_TIMELINE: the 256 MiB copy is one line with its stream, span and bytes, the span
+ * what the events measured; a file that exists already is left alone, with one line. */
+static void timeline_lists_each_copy(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/simcuda-timeline-XXXXXX", path[64], setting[96];
+    if (!mkdtemp(dir)) {
+        print_error("mkdtemp failed\n");
+        fail();
+    }
+    snprintf(path, sizeof path, "%s/timeline", dir);
+    snprintf(setting, sizeof setting, "SIMCUDA_TIMELINE=%s", path);
+    const char *env[] = {"SIMCUDA_HOST_TIME=0", setting, NULL};
+    double ms = child_figure("time_htod", env, "htod_ms=");
+    FILE *f = fopen(path, "r");
+    char line[256], kind[16], stream[32];
+    double start = 0, end = 0;
+    unsigned long long bytes = 0;
+    int copies = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "%15s %31s %lf %lf %llu", kind, stream, &start, &end, &bytes) == 5 &&
+            strcmp(kind, "copy") == 0 && bytes == 256 * MIB) {
+            copies++;
+            check_close((end - start) / 1e3 + COPY_US / 1e3, ms, "the timeline's 256 MiB copy");
+        }
+    if (f)
+        fclose(f);
+    if (copies != 1) {
+        print_error("%d lines of a 256 MiB copy in %s, expected 1\n", copies, path);
+        fail();
+    }
+    /* the file exists now: a second run leaves it as it is and says so */
+    struct stat before, after;
+    static char output[1 << 16];
+    if (stat(path, &before) != 0 || run_child("time_htod", env, output, sizeof output) != 0 ||
+        !strstr(output, "could not be created") || stat(path, &after) != 0 || after.st_size != before.st_size ||
+        after.st_mtime != before.st_mtime) {
+        print_error("a second run with %s: expected one line and the file untouched:\n%s\n", setting, output);
+        fail();
+    }
+    unlink(path);
+    rmdir(dir);
 }
 
 static void htod_takes_bytes_over_link_rate(void **state)
@@ -498,6 +544,7 @@ int run_simcuda_time_tests(void)
 {
     const struct CMUnitTest tests[] = {
         conformance_test(htod_takes_bytes_over_link_rate),
+        conformance_test(timeline_lists_each_copy),
         conformance_test(copy_engines_are_shared_per_direction),
         conformance_test(kernels_are_charged_their_roofline),
         conformance_test(synchronisation_moves_the_host_clock),
