@@ -15,12 +15,15 @@
  *   weights': an embedding gathered), is read in place.
  * - Learning: while any chunk is below HBM, every launch's pointer parameters name the
  *   weights it reads, noted in the learned cyclic order (policy/prefetch_order.h).
- * - Sizing: once a whole cycle has been seen, the weights below HBM that a cycle reads
- *   decide the ring (policy/stream_plan.h): the largest of them and a chunk, and only where
- *   streaming them beats reading them in place. The ring's HBM chunks come from the pool,
- *   and where HBM is full, from resident weights moved below it (gathered ones first: read
- *   in place they cost the link nearly nothing). They are mapped once, at a range of their
- *   own, and stay mapped until exit.
+ * - Sizing: once a whole cycle has been seen, the weights below HBM that a cycle reads,
+ *   and the memory it reads below HBM that cannot stream (KV cache), decide the ring
+ *   (policy/stream_plan.h): the largest of those weights and a chunk, and only where
+ *   streaming beats reading in place. The ring's HBM chunks come from the pool (its two
+ *   smallest are taken at set-up, where they are a small share of HBM: weights of a chunk
+ *   or less are driver memory that cannot move later), then from resident weights moved
+ *   below HBM (gathered ones first: read in place they cost the link nearly nothing); then
+ *   the memory that cannot stream goes up in place of more weights. The chunks are mapped
+ *   once, at a range of their own, and stay mapped until exit.
  * - Streaming: the weights predicted next are copied into the ring on the interposer's own
  *   stream, each after the last reader of what it overwrites (cuStreamWaitEvent: the host
  *   never waits). A launch that reads a staged weight waits on the GPU for its copy, and

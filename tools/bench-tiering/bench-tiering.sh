@@ -39,7 +39,7 @@
 #   host), BENCH_TIERING_ONLY (the sections
 #   to run, of "sweep vocab kv goals file stream occupancy plots"; occupancy and plots read
 #   what sweep and vocab measured: BENCH_TIERING_ONLY=kv runs the KV pool alone; goals runs
-#   its own models and ends the output with the goal lines), BENCH_TIERING_GOAL_MIB (128:
+#   its own models and ends the output with the goal lines), BENCH_TIERING_GOAL_MIB (512:
 #   the device of the real-shaped goal models)
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -361,14 +361,19 @@ want kv && {
 # Goal lines, one per goal, printed at the very end. P1 and P2 run on models shaped like a
 # real one: an 8B llama layer scaled down four times in width (dim 1024, 8 heads of 128, 2 KV
 # heads, FFN 3584: matrices of 1, 4 and 14 MiB in f32), whole layers to 1.75 and 3 times a
-# BENCH_TIERING_GOAL_MIB device, the vocabulary making up the rest. P7.vocab: the 128k
+# BENCH_TIERING_GOAL_MIB device, the vocabulary making up the rest. The device is 512 MiB:
+# a kernel reads a matrix whole, so any streaming holds at least the largest one in HBM
+# besides what stays resident (the ring: 14 MiB and a chunk), and that HBM's bytes cross the
+# link too. At 512 MiB the ring is 3% of HBM; on a 141 GB GPU, a 120B model's 448 MiB FFN
+# matrices make it 0.6%. At 128 MiB it would be 12.5%, and (spilled + ring) / spilled alone
+# is 1.18 of the bound there (BENCH_TIERING_GOAL_MIB=128 measures it). P7.vocab: the 128k
 # vocabulary on a device 1/1.25 of its weights; P7.kv: the KV pool section's case; P3.fits: a
 # model that fits. On gh200-c2c the P1 targets are `heat` no slower than `size`. Beside
 # `heat` and `size`, the baseline of vLLM's --cpu-offload-gb: whole layers from the first
 # on left in host memory and read in place (the policy `size` with a rule per layer), as
 # many as the bound's spilled bytes need, the rest in HBM (llama.cpp's -ot/--cpu-moe picks
 # tensors by name the same way; these dense models have no experts).
-GOAL_MIB=${BENCH_TIERING_GOAL_MIB:-128}
+GOAL_MIB=${BENCH_TIERING_GOAL_MIB:-512}
 GOALS=$T/goals
 : >"$GOALS"
 "$MK" -o "$T/fits.gguf" --layers 1 --vocab 1024 "${SHAPE[@]}" | sed 's/^/# fits: /'
@@ -430,15 +435,16 @@ goals_for() {
   goal "P2$sfx" "decode batch 1 at 1.75x, real-shaped model" "heat ${x}x faster than managed" ">= 8, aim 11" "$(at_least "$x" 8)"
 
   # the 128k vocabulary at 1.25x
-  local vdev vs vh
+  local vdev vs vh vall
   vdev=$(awk -v w="$(stat -c %s "$T/v128k.gguf")" 'BEGIN { printf "%d", w / 1.25 / 1048576 }')
-  read -r _ _ _ _ ref < <(run_one "$profile" hbm "$T/v128k.gguf" decode1)
+  read -r vall _ _ _ ref < <(run_one "$profile" hbm "$T/v128k.gguf" decode1)
   read -r vs _ _ _ digest < <(run_one "$profile" size "$T/v128k.gguf" decode1 SIMCUDA_MEM=${vdev}M)
   [ "$vs" = fail ] || same_tokens "goals $profile vocab size" "$ref" "$digest"
   read -r vh _ _ _ digest < <(run_one "$profile" heat "$T/v128k.gguf" decode1 SIMCUDA_MEM=${vdev}M)
   [ "$vh" = fail ] || same_tokens "goals $profile vocab heat" "$ref" "$digest"
   x=$(speedup "$vs" "$vh")
-  echo "goals, $profile, 128k vocabulary on $vdev MiB: size $vs ms, heat $vh ms"
+  echo "goals, $profile, 128k vocabulary on $vdev MiB: size $vs ms, heat $vh ms; all in HBM $vall ms, so no" \
+    "placement is more than $(speedup "$vs" "$vall")x faster than size"
   goal "P7.vocab$sfx" "large vocabulary at 1.25x" "heat ${x}x faster than size" ">= 1.3" "$(at_least "$x" 1.3)"
 
   # the virtual KV pool
