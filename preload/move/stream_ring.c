@@ -219,6 +219,16 @@ static void note_other(CUdeviceptr base)
     }
 }
 
+static void forget_weights(void)
+{
+    weight *w, *next;
+    HASH_ITER(hh, ring.weights, w, next)
+    {
+        HASH_DEL(ring.weights, w);
+        free(w);
+    }
+}
+
 static void forget_others(void)
 {
     other *o, *next;
@@ -874,12 +884,7 @@ void tm_stream_ring_stop(void)
     }
     tm_prefetch_order_free(&ring.order);
     forget_others();
-    weight *w, *next;
-    HASH_ITER(hh, ring.weights, w, next)
-    {
-        HASH_DEL(ring.weights, w);
-        free(w);
-    }
+    forget_weights();
     ring.device = NULL;
     pthread_mutex_unlock(&ring.lock);
     tm_remap_unlock();
@@ -889,13 +894,20 @@ void tm_stream_ring_forget_in_child(void)
 {
     pthread_mutex_init(&ring.lock, NULL);
     set_ready(false);
-    ring.device = NULL; /* the chunks, stream and events are the parent's */
-    ring.weights = NULL;
-    ring.others = NULL;
+    /* the chunks, stream and events are the parent's; the records are this process's copies */
+    free(ring.handle);
+    free(ring.extents);
+    free(ring.stage);
+    ring.handle = NULL;
     ring.extents = NULL;
     ring.stage = NULL;
-    ring.handle = NULL;
     ring.chunks = ring.mapped = 0;
+    ring.staging = 0;
+    ring.stream = NULL;
+    tm_prefetch_order_free(&ring.order);
+    forget_others();
+    forget_weights();
+    ring.device = NULL;
 }
 
 /* ---------------------------------------------------------------- the watchers */
