@@ -8,6 +8,12 @@ static uint64_t whole_chunks(uint64_t bytes, uint64_t chunk)
     return (bytes + chunk - 1) / chunk * chunk;
 }
 
+uint64_t tm_stream_plan_most(uint64_t hbm_limit, uint64_t chunk)
+{
+    uint64_t most = chunk ? hbm_limit / TM_STREAM_PLAN_HBM_SHARE / chunk * chunk : 0;
+    return most < TM_STREAM_PLAN_MIN_CHUNKS * chunk ? 0 : most;
+}
+
 tm_stream_plan tm_stream_plan_make(const tm_stream_plan_input *in)
 {
     tm_stream_plan plan = { 0 };
@@ -19,13 +25,12 @@ tm_stream_plan tm_stream_plan_make(const tm_stream_plan_input *in)
     for (size_t i = 0; i < in->count; i++)
         if (in->spilled[i] > largest)
             largest = in->spilled[i];
-    uint64_t most = in->hbm_limit / TM_STREAM_PLAN_HBM_SHARE / in->chunk * in->chunk;
     uint64_t ring = in->asked ? whole_chunks(in->asked, in->chunk) : whole_chunks(largest, in->chunk) + in->chunk;
     if (ring < TM_STREAM_PLAN_MIN_CHUNKS * in->chunk)
         ring = TM_STREAM_PLAN_MIN_CHUNKS * in->chunk;
-    if (!in->asked && ring > most)
-        ring = most;
-    if (ring < TM_STREAM_PLAN_MIN_CHUNKS * in->chunk) {
+    if (!in->asked && ring > tm_stream_plan_most(in->hbm_limit, in->chunk))
+        ring = tm_stream_plan_most(in->hbm_limit, in->chunk);
+    if (ring == 0) {
         plan.why_not = "HBM is too small for a ring of two chunks";
         return plan;
     }

@@ -54,4 +54,9 @@ typedef struct tm_stream_plan {
 
 tm_stream_plan tm_stream_plan_make(const tm_stream_plan_input *input);
 
+/* The largest ring a device of `hbm_limit` bytes gets unless TIERMEM_STREAM_RING asks for
+ * one: 1/TM_STREAM_PLAN_HBM_SHARE of it in whole chunks, or 0 when that is under
+ * TM_STREAM_PLAN_MIN_CHUNKS (no ring at all). */
+uint64_t tm_stream_plan_most(uint64_t hbm_limit, uint64_t chunk);
+
 #endif /* TM_POLICY_STREAM_PLAN_H */

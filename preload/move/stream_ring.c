@@ -129,8 +129,8 @@ void tm_stream_ring_start(tm_device *device, const tm_config *config)
                       : !tm_real.cuEventCreate || !tm_real.cuStreamWaitEvent || !tm_real.cuMemcpyDtoDAsync_v2
                           ? "the driver lacks events or asynchronous copies"
                       : !tm_real.cuFuncGetParamInfo ? "the driver does not describe kernel parameters (cuFuncGetParamInfo)"
-                      : !config->stream_ring.set && device->tiers.tier[TM_TIER_HBM].limit / TM_STREAM_PLAN_HBM_SHARE <
-                                                       TM_STREAM_PLAN_MIN_CHUNKS * device->policy.chunk_size
+                      : !config->stream_ring.set && tm_stream_plan_most(device->tiers.tier[TM_TIER_HBM].limit,
+                                                                        device->policy.chunk_size) == 0
                           ? "HBM is too small for a ring of two chunks in a quarter of it"
                           : NULL;
     if (!why && !tm_prefetch_order_init(&ring.order))
@@ -298,6 +298,30 @@ bool tm_stream_ring_only_gathered(CUdeviceptr base)
 
 static void stop_streaming(const char *what, CUresult r);
 
+/* The ring's own records of its memory go (what they named is released, or another
+ * process's). */
+static void drop_records(void)
+{
+    free(ring.handle);
+    free(ring.extents);
+    free(ring.stage);
+    ring.handle = NULL;
+    ring.extents = NULL;
+    ring.stage = NULL;
+    ring.staging = 0;
+    ring.stream = NULL;
+    ring.chunks = ring.mapped = 0;
+}
+
+/* What launches taught it goes: the order, the weights, the memory noted while learning. */
+static void forget_learned(void)
+{
+    tm_prefetch_order_free(&ring.order);
+    forget_others();
+    forget_weights();
+    ring.device = NULL;
+}
+
 /* Everything the ring holds goes back: its copies and readers are waited for, its chunks
  * go to HBM's pool (in the ring's context; lock held). */
 static void release_ring(void)
@@ -323,15 +347,7 @@ static void release_ring(void)
         tm_real.cuStreamDestroy_v2(ring.stream);
     for (int c = 0; c < ring.chunks; c++)
         tm_chunk_pool_give(ring.device, TM_TIER_HBM, ring.handle[c]);
-    free(ring.handle);
-    free(ring.extents);
-    free(ring.stage);
-    ring.handle = NULL;
-    ring.extents = NULL;
-    ring.stage = NULL;
-    ring.staging = 0;
-    ring.stream = NULL;
-    ring.chunks = ring.mapped = 0;
+    drop_records();
 }
 
 /* A weight resident in HBM that could go below it to make room for the ring. */
@@ -374,8 +390,6 @@ static bool demote(const candidate *c)
  * (cand[*next] on). No lock held (migrations take the remap lock). */
 static bool take_chunks(int chunks, const candidate *cand, size_t cand_count, size_t *next)
 {
-    while (ring.chunks > chunks) /* taken at start, more than asked for */
-        tm_chunk_pool_give(ring.device, TM_TIER_HBM, ring.handle[--ring.chunks]);
     CUmemGenericAllocationHandle *grown = realloc(ring.handle, (size_t)chunks * sizeof *ring.handle);
     if (!grown)
         return false;
@@ -862,15 +876,11 @@ void tm_stream_ring_stop(void)
     pthread_mutex_lock(&ring.lock);
     set_ready(false);
     int chunks = ring.chunks;
-    if (ring.extents) {
-        CUcontext popped;
-        bool pushed = tm_real.cuCtxPushCurrent_v2(ring.ctx) == CUDA_SUCCESS;
-        release_ring();
-        if (pushed)
-            tm_real.cuCtxPopCurrent_v2(&popped);
-    } else if (ring.handle) {
-        release_ring();
-    }
+    CUcontext popped; /* set up: its stream and events are the ring's context's */
+    bool pushed = ring.extents && tm_real.cuCtxPushCurrent_v2(ring.ctx) == CUDA_SUCCESS;
+    release_ring();
+    if (pushed)
+        tm_real.cuCtxPopCurrent_v2(&popped);
     if (ring.staged) {
         char moved[32], size[32];
         tm_info("exit: stream: %llu weights streamed (%s copied) through a ring of %d chunks (%s), %llu copied when "
@@ -882,10 +892,7 @@ void tm_stream_ring_stop(void)
                 (unsigned long long)ring.order.hits, (unsigned long long)ring.order.misses,
                 (unsigned long long)ring.order.restarts);
     }
-    tm_prefetch_order_free(&ring.order);
-    forget_others();
-    forget_weights();
-    ring.device = NULL;
+    forget_learned();
     pthread_mutex_unlock(&ring.lock);
     tm_remap_unlock();
 }
@@ -895,19 +902,8 @@ void tm_stream_ring_forget_in_child(void)
     pthread_mutex_init(&ring.lock, NULL);
     set_ready(false);
     /* the chunks, stream and events are the parent's; the records are this process's copies */
-    free(ring.handle);
-    free(ring.extents);
-    free(ring.stage);
-    ring.handle = NULL;
-    ring.extents = NULL;
-    ring.stage = NULL;
-    ring.chunks = ring.mapped = 0;
-    ring.staging = 0;
-    ring.stream = NULL;
-    tm_prefetch_order_free(&ring.order);
-    forget_others();
-    forget_weights();
-    ring.device = NULL;
+    drop_records();
+    forget_learned();
 }
 
 /* ---------------------------------------------------------------- the watchers */

@@ -211,6 +211,17 @@ static void test_streamed_weights_give_way(void **state)
     assert_int_equal(out[0].alloc, 1);
 }
 
+/* Exactly two moves, in allocation order: `first` to `to_first`, `second` to `to_second`. */
+static void assert_two_moves(const tm_rebalance_move *out, int n, size_t first, tm_tier_id to_first, size_t second,
+                             tm_tier_id to_second)
+{
+    assert_int_equal(n, 2);
+    assert_int_equal(out[0].alloc, first);
+    assert_int_equal(out[0].to, to_first);
+    assert_int_equal(out[1].alloc, second);
+    assert_int_equal(out[1].to, to_second);
+}
+
 /* While weights stream, a streaming weight never displaces another, however their heat per
  * byte differs (how kernels read a matrix sets it, not how often): each crosses the link
  * once a step whichever stays. It still displaces what does not stream (a gathered
@@ -231,12 +242,7 @@ static void test_streaming_weights_never_swap(void **state)
     in.weights_stay = true;
     tm_rebalance_move out[16];
     /* the embedding goes down, w_q comes up; w_2 stays (moves come in allocation order) */
-    int n = tm_rebalance_plan(&in, out, 16);
-    assert_int_equal(n, 2);
-    assert_int_equal(out[0].alloc, 0);
-    assert_int_equal(out[0].to, TM_TIER_HBM);
-    assert_int_equal(out[1].alloc, 2);
-    assert_int_equal(out[1].to, TM_TIER_DDR);
+    assert_two_moves(out, tm_rebalance_plan(&in, out, 16), 0, TM_TIER_HBM, 2, TM_TIER_DDR);
     assert_true(out[0].whole && out[1].whole);
 
     /* the embedding below HBM already: nothing moves */
@@ -247,12 +253,7 @@ static void test_streaming_weights_never_swap(void **state)
     /* nothing streaming (the ring declined): heat decides again */
     in.streamed_cost = 1.0;
     in.weights_stay = false;
-    n = tm_rebalance_plan(&in, out, 16);
-    assert_int_equal(n, 2);
-    assert_int_equal(out[0].alloc, 0);
-    assert_int_equal(out[0].to, TM_TIER_HBM);
-    assert_int_equal(out[1].alloc, 1);
-    assert_int_equal(out[1].to, TM_TIER_DDR);
+    assert_two_moves(out, tm_rebalance_plan(&in, out, 16), 0, TM_TIER_HBM, 1, TM_TIER_DDR);
 
     /* a streaming weight ranks with the hottest chunk (1.5 here, whatever its own heat): KV
      * cache colder than that stays below, KV read as much as the hottest displaces it */
@@ -264,12 +265,7 @@ static void test_streaming_weights_never_swap(void **state)
     assert_int_equal(tm_rebalance_plan(&in, out, 16), 0);
     for (int i = 0; i < 4; i++)
         f[2].heat[i] = 1.5;
-    n = tm_rebalance_plan(&in, out, 16);
-    assert_int_equal(n, 2);
-    assert_int_equal(out[0].alloc, 1);
-    assert_int_equal(out[0].to, TM_TIER_DDR);
-    assert_int_equal(out[1].alloc, 2);
-    assert_int_equal(out[1].to, TM_TIER_HBM);
+    assert_two_moves(out, tm_rebalance_plan(&in, out, 16), 1, TM_TIER_DDR, 2, TM_TIER_HBM);
 }
 
 static void test_near_equal_heat_does_not_move(void **state)

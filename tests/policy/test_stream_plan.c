@@ -65,6 +65,10 @@ static void test_weights_larger_than_a_quarter_of_hbm_stay_in_place(void **state
     assert_int_equal(p.ring, 16 * MiB); /* a quarter of HBM, not 42 MiB */
     assert_int_equal(p.in_place, 40 * MiB);
     assert_int_equal(p.streamable, 90 * MiB);
+    /* a quarter of HBM in whole chunks, none below two */
+    assert_int_equal(tm_stream_plan_most(64 * MiB, 2 * MiB), 16 * MiB);
+    assert_int_equal(tm_stream_plan_most(70 * MiB, 2 * MiB), 16 * MiB);
+    assert_int_equal(tm_stream_plan_most(15 * MiB, 2 * MiB), 0);
     /* a device too small for two chunks in a quarter of it */
     p = make(spilled, 31, 12 * MiB, 0, true);
     assert_int_equal(p.ring, 0);
