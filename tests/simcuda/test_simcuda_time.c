@@ -195,6 +195,15 @@ static void timeline_lists_each_copy(void **state)
     }
     unlink(path);
     rmdir(dir);
+    /* a path no file name can be: cuInit refused, with one line naming the setting */
+    char long_setting[400] = "SIMCUDA_TIMELINE=/tmp/";
+    memset(long_setting + strlen(long_setting), 'x', 300);
+    const char *too_long[] = {"SIMCUDA_HOST_TIME=0", long_setting, NULL};
+    if (run_child("report_init", too_long, output, sizeof output) != 0 ||
+        !strstr(output, "is not a file path under 256 bytes") || !strstr(output, "CUDA_ERROR_INVALID_VALUE")) {
+        print_error("a 300-byte SIMCUDA_TIMELINE: expected one line naming it and a refused cuInit:\n%s\n", output);
+        fail();
+    }
 }
 
 static void htod_takes_bytes_over_link_rate(void **state)
