@@ -182,7 +182,7 @@ static void rebalance_once(tm_device *d, uint64_t budget)
     tm_rebalance_alloc *in = s.out_of_memory || !s.count ? NULL : malloc(s.count * sizeof *in);
     tm_rebalance_move *moves = in ? malloc(64 * sizeof *moves) : NULL;
     if (moves) {
-        bool streaming = tm_stream_ring_streaming(), watched = __atomic_load_n(&tm_stream_ready, __ATOMIC_RELAXED);
+        bool streaming = tm_stream_ring_streaming(), watched = __atomic_load_n(&tm_stream_weights_known, __ATOMIC_ACQUIRE);
         for (size_t i = 0; i < s.count; i++)
             in[i] = (tm_rebalance_alloc){ .chunks = s.alloc[i].chunks, .tier = s.alloc[i].tier,
                                           .heat = s.alloc[i].heat, .idle = s.alloc[i].idle,

@@ -31,6 +31,7 @@
 #define LEARN_LAUNCHES_MAX (1u << 16)
 
 bool tm_stream_ready;
+bool tm_stream_weights_known;
 
 /* What the ring keeps per extent (the same index as policy/staging_ring.h's entries). */
 typedef struct stage {
@@ -75,6 +76,8 @@ static struct {
     bool learning;                      /* launches watched, no ring yet */
     bool plan_due;                      /* a cycle was seen: the ring is sized at the next launch */
     bool failed;                        /* it declined or stopped: launches are left alone */
+    bool learn_only;                    /* HBM holds no ring: the cycle is learned for the
+                                         * rebalancer alone (tm_stream_weights_known) */
     bool streaming;                     /* the ring is set up and streams (atomic) */
     tm_prefetch_order order;
     weight *weights;                    /* every weight a launch read, by address (uthash) */
@@ -129,9 +132,6 @@ void tm_stream_ring_start(tm_device *device, const tm_config *config)
                       : !tm_real.cuEventCreate || !tm_real.cuStreamWaitEvent || !tm_real.cuMemcpyDtoDAsync_v2
                           ? "the driver lacks events or asynchronous copies"
                       : !tm_real.cuFuncGetParamInfo ? "the driver does not describe kernel parameters (cuFuncGetParamInfo)"
-                      : !config->stream_ring.set && tm_stream_plan_most(device->tiers.tier[TM_TIER_HBM].limit,
-                                                                        device->policy.chunk_size) == 0
-                          ? "HBM is too small for a ring of two chunks in a quarter of it"
                           : NULL;
     if (!why && !tm_prefetch_order_init(&ring.order))
         why = "out of memory";
@@ -139,15 +139,23 @@ void tm_stream_ring_start(tm_device *device, const tm_config *config)
         tm_info("policy heat: spilled weights are read in place, not streamed (%s)", why);
         return;
     }
+    ring.learn_only = !config->stream_ring.set &&
+                      tm_stream_plan_most(device->tiers.tier[TM_TIER_HBM].limit, device->policy.chunk_size) == 0;
+    if (ring.learn_only)
+        tm_info("policy heat: spilled weights are read in place, not streamed (HBM is too small for a ring of two "
+                "chunks in a quarter of it)");
     ring.device = device;
     ring.chunk = device->policy.chunk_size;
     ring.asked = config->stream_ring.set ? config->stream_ring.bytes : 0;
     ring.forced = config->stream == TM_STREAM_ON;
     ring.may_demote = config->migrate_rate > 0 && device->policy.rules.count == 0;
     uint64_t hbm = device->tiers.tier[TM_TIER_HBM].limit;
-    ring.largest = ring.asked ? ring.asked : hbm / TM_STREAM_PLAN_HBM_SHARE;
+    /* learning alone, every weight is in the cycle */
+    ring.largest = ring.asked ? ring.asked : ring.learn_only ? UINT64_MAX : hbm / TM_STREAM_PLAN_HBM_SHARE;
     ring.learning = true;
     set_ready(true);
+    if (ring.learn_only)
+        return;
     /* weights load before a cycle shows whether they stream; where a ring of two chunks is a
      * small share of HBM, the router loads them as for streaming: small weights leave the
      * reserve to what comes after them (the KV cache) */
@@ -319,6 +327,7 @@ static void forget_learned(void)
     tm_prefetch_order_free(&ring.order);
     forget_others();
     forget_weights();
+    __atomic_store_n(&tm_stream_weights_known, false, __ATOMIC_RELEASE);
     ring.device = NULL;
 }
 
@@ -540,7 +549,8 @@ static void decline(const char *why, uint64_t spilled, size_t count)
 {
     char bytes[32];
     tm_format_size(spilled, bytes, sizeof bytes);
-    tm_info("policy heat: spilled weights are read in place, not streamed: %s (a cycle reads %zu weights below HBM, "
+    if (!ring.learn_only) /* learning alone, the line at start said why nothing streams */
+        tm_info("policy heat: spilled weights are read in place, not streamed: %s (a cycle reads %zu weights below HBM, "
             "%s; TIERMEM_STREAM=on streams anyway)", why, count, bytes);
     ring.failed = true;
     set_ready(false);
@@ -590,6 +600,13 @@ static void plan(void)
     bool due = ring.plan_due && ring.learning && !ring.failed;
     ring.plan_due = false;
     ring.learning = false;
+    if (due)
+        __atomic_store_n(&tm_stream_weights_known, true, __ATOMIC_RELEASE);
+    if (due && ring.learn_only) { /* what was learned is all there is to do: launches go by */
+        ring.failed = true;
+        set_ready(false);
+        due = false;
+    }
     cycle c = { 0 };
     bool surveyed = due && survey(&c);
     if (due && !surveyed)

@@ -63,9 +63,15 @@
 /* Set while launches are watched: from set-up until the ring declines or fails. */
 extern bool tm_stream_ready;
 
+/* Set once launches have shown a cycle of the weights they read, and how (whole, or a row
+ * at a time), whether a ring then streams or not; it stays set, with what they showed. The
+ * rebalancer then swaps no weight read whole for another: each crosses the link once a
+ * cycle whichever stays, streamed or read in place. Where HBM is too small for a ring,
+ * launches are still watched until the cycle shows, for this alone. */
+extern bool tm_stream_weights_known;
+
 /* The ring is set up and streams (the rebalancer counts streamed bytes at the copy
- * engines' cost then; while launches are watched, tm_stream_ready, it swaps no weight read
- * whole for another). */
+ * engines' cost then). */
 bool tm_stream_ring_streaming(void);
 
 /* Every launch seen read the weight at `base` a row at a time (an embedding gathered): it
