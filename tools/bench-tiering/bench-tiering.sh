@@ -135,6 +135,7 @@ run_one() {
     first) args=(--prompts-file "$T/prompts1" -n 3) ;; # the first decode steps, no warm-up
     long) args=(--prompts-file "$T/prompts1" -n 64) ;;
     prefill) args=(-p "$(cat "$T/prompt512")" -n 1) ;;
+    step:*) args=(--prompts-file "$T/prompts1" -n $((${mode#step:} + 2)) --warmup "${mode#step:}") ;; # 2 steps after W
   esac
   if ! env "${env[@]}" "$LLM" -m "$model" "${args[@]}" "${KV[@]}" -v >/dev/null 2>"$T/run.err"; then
     echo "fail 0 0 0 -"; cp "$T/run.err" "$OUT/tiering-failed-$profile-$policy-$mode.log"; return
@@ -236,6 +237,19 @@ want sweep && awk -F'\t' -v cols="$columns" -v dev="$DEVICE_MIB" 'NR > 1 {
       }
     }
   }' "$ROWS" | tee "$TABLE"
+# heat against size in every cell of the sweep: never slower is what heat promises
+want sweep && awk -F'\t' 'NR > 1 { step[$1 "|" $2 "|" $3 "|" $4] = $5; if ($4 == "heat") cells[$1 "|" $2 "|" $3] = 1 }
+  END {
+    for (c in cells) {
+      h = step[c "|heat"]; s = step[c "|size"]; n++
+      if (h == "fail" || s == "fail") { failed++; continue }
+      if (h > s * 1.0005) { slower++; list = list sprintf("  %s: heat %s ms, size %s ms\n", c, h, s) }
+      else if (h < s * 0.9995) faster++
+    }
+    printf "\nheat against size, every cell of the sweep: faster in %d, slower in %d, equal in %d, failed in %d (of %d)\n",
+      faster, slower, n - faster - slower - failed, failed, n
+    printf "%s", list
+  }' "$ROWS" | tee -a "$TABLE"
 
 # ------------------------------------------------------------------ large vocabulary
 first=${PROFILES%% *}
@@ -454,6 +468,26 @@ goals_for() {
       "heat $vh ms (${x}x); all in HBM $vall ms, so no placement is more than $(speedup "$vs" "$vall")x faster than size"
   done
   goal "P7.vocab$sfx" "large vocabulary at 1.25x" "heat ${x}x faster than size" ">= 1.3" "$(at_least "$x" 1.3)"
+
+  # how fast heat follows a change in what is hot: from a cold start, placed as size places
+  # (the embedding in HBM, the output matrix read whole every step below it), the decode
+  # steps until heat's step is within 5% of its steady one (after 32 steps) and stays there
+  local w steady settled="" steps="" st
+  read -r steady _ _ _ _ < <(run_one "$profile" heat "$T/v128k-wide.gguf" step:32 SIMCUDA_MEM=${vdev}M)
+  for w in 0 2 4 6 8 10 12 14 16; do
+    read -r st _ _ _ _ < <(run_one "$profile" heat "$T/v128k-wide.gguf" step:$w SIMCUDA_MEM=${vdev}M)
+    steps+="${steps:+ }$st"
+    if awk -v a="$st" -v b="$steady" 'BEGIN { exit !(a + 0 > 0 && a <= 1.05 * b) }'; then
+      [ -n "$settled" ] || settled=$((w + 1))
+    else
+      settled=""
+    fi
+  done
+  echo "goals, $profile, 128k vocabulary, dim 256, cold start: the mean of decode steps W+1 and W+2 for W = 0 2 .. 16:" \
+    "$steps ms; steady (after 32) $steady ms"
+  goal "P4.converge$sfx" "heat follows what is hot, from a cold start" \
+    "within 5% of its steady step from decode step ${settled:-(never)}" "<= 16" \
+    "$([ -n "$settled" ] && [ "$settled" -le 16 ] && echo 1 || echo 0)"
 
   # the virtual KV pool
   local ks kh
