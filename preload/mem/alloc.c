@@ -115,6 +115,13 @@ static void charge_plan(tm_device *device, const tm_plan *plan, int sign)
     }
 }
 
+bool tm_alloc_holds_stack(const tm_alloc *a)
+{
+    const tm_tensor **labels = __atomic_load_n(&a->label, __ATOMIC_ACQUIRE);
+    const tm_tensor *t = labels ? __atomic_load_n(&labels[0], __ATOMIC_RELAXED) : NULL;
+    return t && t->n_dims >= 3;
+}
+
 void tm_alloc_publish_tiers(const tm_alloc *a)
 {
     uint32_t chunks[TM_STATS_TIERS];

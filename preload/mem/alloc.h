@@ -117,6 +117,11 @@ uint64_t tm_alloc_replace_chunks(tm_device *device, tm_alloc *alloc, uint64_t fi
 /* The allocation's stats record shows its chunks per tier as its backing holds them now. */
 void tm_alloc_publish_tiers(const tm_alloc *alloc);
 
+/* Its first chunk holds a model file's stack of matrices, a tensor of three dimensions or
+ * more (a mixture's experts, [expert][rows][cols]): a launch reads the few matrices its
+ * router picked on the device, which the launch's parameters do not say. */
+bool tm_alloc_holds_stack(const tm_alloc *alloc);
+
 /* How to wait for work that may still use a chunked allocation before releasing it. */
 typedef enum tm_wait {
     TM_WAIT_CONTEXT,        /* cuMemFree: the allocation's context */

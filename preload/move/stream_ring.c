@@ -248,11 +248,11 @@ static void forget_others(void)
 }
 
 /* Whether the launch's `threads` (TM_HEAT_BYTES_PER_THREAD each) reach all of `a` from its
- * pointer `value` on; noted in the weight's record. */
+ * pointer `value` on (never a stack of experts); noted in the weight's record. */
 static bool note_reach(const tm_alloc *a, uint64_t value, uint64_t threads)
 {
     uint64_t ahead = value - a->range.base < a->range.size ? a->range.base + a->range.size - value : 0;
-    bool whole = ahead > 0 && threads * TM_HEAT_BYTES_PER_THREAD * GATHER_SHARE >= ahead;
+    bool whole = ahead > 0 && threads * TM_HEAT_BYTES_PER_THREAD * GATHER_SHARE >= ahead && !tm_alloc_holds_stack(a);
     weight *w = weight_at(a->range.base, true);
     if (w && whole)
         w->read_whole = true;
@@ -504,8 +504,8 @@ static bool survey(cycle *c)
         return false;
     for (uint32_t i = 0; i < ring.order.len; i++) {
         tm_alloc *a = tm_alloc_at(ring.order.key[i]);
-        if (!is_weight(a) || a->range.base != ring.order.key[i])
-            continue;
+        if (!is_weight(a) || a->range.base != ring.order.key[i] || tm_alloc_holds_stack(a))
+            continue; /* a stack of experts is read in place: not streamed, not moved for the ring */
         bool gather = only_gathered(a->range.base);
         tm_debug("stream: weight %u of the cycle at 0x%llx, %llu bytes, %s%s", i, (unsigned long long)a->range.base,
                  (unsigned long long)a->range.size, below_hbm(a) ? "below hbm" : "in hbm", gather ? ", gathered" : "");

@@ -390,8 +390,9 @@ want kv && {
 # model that fits. On gh200-c2c the P1 targets are `heat` no slower than `size`. Beside
 # `heat` and `size`, the baseline of vLLM's --cpu-offload-gb: whole layers from the first
 # on left in host memory and read in place (the policy `size` with a rule per layer), as
-# many as the bound's spilled bytes need, the rest in HBM (llama.cpp's -ot/--cpu-moe picks
-# tensors by name the same way; these dense models have no experts).
+# many as the bound's spilled bytes need, the rest in HBM (llama.cpp's -ot picks tensors by
+# name the same way). A mixture of experts runs beside them, against llama.cpp's --cpu-moe
+# and --n-cpu-moe.
 GOAL_MIB=${BENCH_TIERING_GOAL_MIB:-512}
 GOALS=$T/goals
 : >"$GOALS"
@@ -407,6 +408,12 @@ want goals && for r in 1.75 3; do
   RS[$r]=$T/rs$r.gguf RS_EMBD[$r]=$((vocab * 1024 * 4)) RS_LAYERS[$r]=$layers
   "$MK" -o "${RS[$r]}" --layers "$layers" --vocab "$vocab" "${RS_SHAPE[@]}" | sed "s/^/# goals, ${r}x: /"
 done
+# A mixture of experts shaped like the P1 models (8 experts of FFN 1024, 2 a token, a router
+# skewed toward a few): each layer's experts are three stacks of 32 MiB ([expert][rows][cols],
+# 4 MiB an expert) of which a step reads the slices its router picked, on the device.
+MOE_LAYER_EXPERTS=$((3 * 8 * 1024 * 1024 * 4))
+want goals && "$MK" -o "$T/moe.gguf" --layers 6 --experts 8 --experts-used 2 --expert-ffn 1024 --expert-skew 4 \
+  --vocab 1024 "${RS_SHAPE[@]}" | sed 's/^/# goals, experts: /'
 # goal ID WHAT VALUE TARGET MET(0/1)
 goal() {
   printf 'goal %s %s: %s (target %s) %s\n' "$1" "$2" "$3" "$4" "$([ "$5" = 1 ] && echo met || echo "not met")" >>"$GOALS"
@@ -452,6 +459,28 @@ goals_for() {
   x=$(speedup "$ms" "${at[b1]}")
   echo "goals, $profile, 1.75x, decode1: managed $ms ms"
   goal "P2$sfx" "decode batch 1 at 1.75x, real-shaped model" "heat ${x}x faster than managed" ">= 8, aim 11" "$(at_least "$x" 8)"
+
+  # the mixture of experts at 1.75x, beside llama.cpp's placements for it: --cpu-moe (every
+  # expert stack in host memory, the rest in HBM) and --n-cpu-moe N (the stacks of the first
+  # N layers, as many as the spilled bytes need), read in place (`size` with name rules)
+  local mdev mall mh msz mc mn n_moe moe_rules="" spill_moe
+  mdev=$(awk -v w="$(stat -c %s "$T/moe.gguf")" 'BEGIN { printf "%d", w / 1.75 / 1048576 }')
+  read -r mall w d p ref < <(run_one "$profile" hbm "$T/moe.gguf" decode1 SIMCUDA_MEM=${big}M)
+  read -r _ spill_moe < <(bound_ms "$profile" decode1 "$w" "$p" $((1024 * 1024 * 4)) $((1024 * 4)) $((d - w)) $((mdev << 20)))
+  n_moe=$(awk -v s="$spill_moe" -v l=$MOE_LAYER_EXPERTS 'BEGIN { k = int((s + l - 1) / l); print (k > 6) ? 6 : k }')
+  for ((l = 0; l < n_moe; l++)); do moe_rules+="${moe_rules:+,}name=blk.$l.ffn_*_exps.weight=ddr"; done
+  read -r mh _ _ _ digest < <(run_one "$profile" heat "$T/moe.gguf" decode1 SIMCUDA_MEM=${mdev}M)
+  [ "$mh" = fail ] || same_tokens "goals $profile experts heat" "$ref" "$digest"
+  read -r msz _ _ _ digest < <(run_one "$profile" size "$T/moe.gguf" decode1 SIMCUDA_MEM=${mdev}M)
+  [ "$msz" = fail ] || same_tokens "goals $profile experts size" "$ref" "$digest"
+  read -r mc _ _ _ digest < <(run_one "$profile" size "$T/moe.gguf" decode1 SIMCUDA_MEM=${mdev}M \
+    TIERMEM_RULES='name=*_exps.weight=ddr')
+  [ "$mc" = fail ] || same_tokens "goals $profile experts --cpu-moe" "$ref" "$digest"
+  read -r mn _ _ _ digest < <(run_one "$profile" size "$T/moe.gguf" decode1 SIMCUDA_MEM=${mdev}M TIERMEM_RULES="$moe_rules")
+  [ "$mn" = fail ] || same_tokens "goals $profile experts --n-cpu-moe" "$ref" "$digest"
+  echo "goals, $profile, mixture of experts (8 of FFN 1024, 2 a token, skewed), 1.75x a $mdev MiB device, decode1:" \
+    "all in HBM $mall ms; heat $mh ms, size $msz ms, --cpu-moe $mc ms, --n-cpu-moe $n_moe $mn ms" \
+    "(heat $(speedup "$msz" "$mh")x faster than size, $(speedup "$mn" "$mh")x than --n-cpu-moe)"
 
   # the 128k vocabulary at 1.25x: the goal on a model 256 wide (embedding and output 128 MiB
   # each); the 32-wide one of the vocabulary section beside it, whose steps are mostly launches

@@ -48,7 +48,7 @@ typedef struct shape {
     int64_t head_dim;       /* 0: dim / heads; else written as attention.key_length */
     bool rope_freqs;        /* write rope_freqs.weight with Llama 3.1's factors */
     int64_t experts, experts_used, expert_ffn; /* mixture of experts: 0 experts for dense */
-    float expert_skew;      /* router rows scaled by exp(-skew * e / experts): low ids win */
+    float expert_skew;      /* router rows scaled by exp(-skew * rank / experts): a few win */
     float rope_base;
     int wtype, wtype_fine;  /* most matrices; output, attn_v and ffn_down */
     int type_index;         /* in TYPES */
@@ -172,21 +172,32 @@ static int write_ones(gguf_writer *w, int64_t n)
 }
 
 /* A router [experts][dim], f32, uniform in [-amp, amp], whose first column is
- * amp * 16 * (exp(-skew * e / experts) - 1/2): with skew > 0 (and token embeddings sharing
- * a positive first feature) the low-numbered experts win the top-k for most tokens, as
- * in trained MoE models; skew 0 leaves the choice to the random rows. */
+ * amp * 16 * (exp(-skew * r / experts) - 1/2), r the expert's rank in a shuffle of its own
+ * per layer: with skew > 0 (and token embeddings sharing a positive first feature) a few
+ * experts win the top-k for most tokens, as in trained MoE models, and which ones differs
+ * from layer to layer, their ids in no order; skew 0 leaves the choice to the random rows. */
 static int write_router(gguf_writer *w, const char *name, int64_t experts, int64_t dim, float amp, float skew,
                         uint64_t seed)
 {
-    uint64_t s = name_seed(seed, name);
+    uint64_t s = name_seed(seed, name), shuffle = name_seed(seed ^ 0x5eedu, name);
+    int64_t *rank = malloc((size_t)experts * sizeof *rank);
+    if (!rank) return -1;
+    for (int64_t e = 0; e < experts; e++) rank[e] = e;
+    for (int64_t e = experts - 1; e > 0; e--) { /* Fisher-Yates */
+        int64_t j = (int64_t)(splitmix64(&shuffle) % (uint64_t)(e + 1)), t = rank[e];
+        rank[e] = rank[j];
+        rank[j] = t;
+    }
     float unit = amp / 2147483648.0f;
-    for (int64_t e = 0; e < experts; e++)
-        for (int64_t i = 0; i < dim; i++) {
+    int rc = 0;
+    for (int64_t e = 0; e < experts && !rc; e++)
+        for (int64_t i = 0; i < dim && !rc; i++) {
             float v = (float)(int32_t)(uint32_t)splitmix64(&s) * unit;
-            if (i == 0 && skew > 0) v = amp * 16 * (expf(-skew * (float)e / (float)experts) - 0.5f);
-            if (gw_write_data(w, &v, 4)) return -1;
+            if (i == 0 && skew > 0) v = amp * 16 * (expf(-skew * (float)rank[e] / (float)experts) - 0.5f);
+            rc = gw_write_data(w, &v, 4);
         }
-    return gw_end_tensor(w);
+    free(rank);
+    return rc ? -1 : gw_end_tensor(w);
 }
 
 /* Llama 3.1's frequency factors (what llama.cpp's converter writes as rope_freqs.weight):
