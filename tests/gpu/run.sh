@@ -29,7 +29,8 @@
 #   models       a generated Q4_K_M-style model and a mixture of experts, device against
 #                simcuda's C twins
 #   preload      under libtiermem.so on the same driver: tiermem-llm with every
-#                allocation chunked, and the preload test programs that need no test
+#                allocation chunked, tiermem-llm streaming spilled weights through the
+#                ring (TIERMEM_HBM_LIMIT), and the preload test programs that need no test
 #                kernel (stream-ordered free, graph capture, context reset, memory info, IPC)
 #   cudart       the CUDA runtime programs of tests/cudart (every NAME.cu, its cases in
 #                tests/cudart/cases.txt), static and shared, with and without libtiermem.so
@@ -539,6 +540,33 @@ step_preload() {
       { sub_bad "tiermem-llm under libtiermem.so: exit status $rc, ids '$got'"; show_log "$LOGS/llm-tiermem.err" 15; }
   else
     sub_skip "tiermem-llm under libtiermem.so" "the engine or the model is missing"
+  fi
+  # the stream ring on the device: a model 1.75 times the HBM the interposer is given, its
+  # spilled weights copied into the ring on the interposer's stream and the launches that
+  # read them handed the copy (cuFuncGetParamInfo, a 12.4 driver or later)
+  local mk=$B/bin/tiermem-mkmodel sm=$LOGS/stream.gguf
+  if [ -x "$llm" ] && [ -x "$mk" ] &&
+     "$mk" -o "$sm" --layers 4 --vocab 1024 --dim 512 --heads 8 --kv-heads 8 --ffn 1536 --type f32 --seed 5 \
+       >"$LOGS/stream-mk.log" 2>&1; then
+    LD_LIBRARY_PATH=$DRIVER_DIR SIMCUDA_ASYNC=1 timeout 120 "$llm" -m "$sm" -p "Once upon a time" -n 24 \
+      --kv-dtype f32 --kv-blocks 16 -v >/dev/null 2>"$LOGS/stream-ref.err"
+    TIERMEM_HBM_LIMIT=32M TIERMEM_STREAM=on TIERMEM_LOG=info under_tm "$llm" -m "$sm" -p "Once upon a time" -n 24 \
+      --kv-dtype f32 --kv-blocks 16 -v >/dev/null 2>"$LOGS/stream.err"
+    local src=$? want_ids got_ids streamed pointed
+    want_ids=$(sed -n 's/^tiermem-llm: seq 0 generated ids: //p' "$LOGS/stream-ref.err")
+    got_ids=$(sed -n 's/^tiermem-llm: seq 0 generated ids: //p' "$LOGS/stream.err")
+    streamed=$(sed -n 's/^tiermem: exit: stream: \([0-9]*\) weights streamed.*/\1/p' "$LOGS/stream.err")
+    pointed=$(sed -n 's/^tiermem: exit: stream: .*; \([0-9]*\) parameters pointed at the ring.*/\1/p' "$LOGS/stream.err")
+    grep -E '^tiermem: (policy heat|exit: stream|warning)' "$LOGS/stream.err" | indent
+    if [ "$src" -eq 0 ] && [ -n "$want_ids" ] && [ "$got_ids" = "$want_ids" ] && [ "${streamed:-0}" -gt 0 ] &&
+       [ "${pointed:-0}" -gt 0 ] && ! grep -q 'streaming stops' "$LOGS/stream.err"; then
+      sub_ok "the stream ring: $streamed weights streamed, $pointed parameters pointed at the ring, the tokens of a run without the interposer"
+    else
+      sub_bad "the stream ring: exit status $src, $streamed streamed, $pointed pointed, ids '$got_ids' against '$want_ids'"
+      show_log "$LOGS/stream.err" 15
+    fi
+  else
+    sub_skip "the stream ring" "the engine or tiermem-mkmodel is missing"
   fi
   run_preload "cuMemFreeAsync of chunked memory does not wait for the stream" \
     '^free returned while the stream was held' freeasync "$serving" freeasync 64M
