@@ -5,13 +5,15 @@
  * (provenance.h: one load and a branch while no host memory came from a model file). A
  * successful one tells the managed baseline that the host filled the destination
  * (managed.h); for cuMemcpy, whose directions are implied, the source must be memory the
- * interposer does not track (host memory). */
+ * interposer does not track (host memory). Before any copy writes device memory, a staged
+ * copy of a weight it writes is dropped from the stream ring (stream_ring.h). */
 #include "preload/mem/alloc.h"
 #include "preload/filetier/file_tier.h"
 #include "preload/hooks/hook.h"
 #include "preload/driver/submit_gate.h"
 #include "preload/mem/managed.h"
 #include "preload/naming/provenance.h"
+#include "preload/move/stream_ring.h"
 
 static CUresult filled(CUresult result, CUdeviceptr dst)
 {
@@ -32,6 +34,7 @@ static CUresult maybe_filled(CUresult result, CUdeviceptr dst, CUdeviceptr src)
 CUresult CUDAAPI cuMemcpyHtoD_v2(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount)
 {
     TM_HOOK_ENTER(cuMemcpyHtoD_v2);
+    tm_stream_ring_written(dstDevice, ByteCount);
     tm_provenance_copy(dstDevice, srcHost, ByteCount, true);
     return filled(TM_FILE_GATED_RANGE(dstDevice, ByteCount,
                                       tm_real.cuMemcpyHtoD_v2(dstDevice, srcHost, ByteCount)),
@@ -41,6 +44,7 @@ CUresult CUDAAPI cuMemcpyHtoD_v2(CUdeviceptr dstDevice, const void *srcHost, siz
 CUresult CUDAAPI cuMemcpyHtoD_v2_ptds(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount)
 {
     TM_HOOK_ENTER(cuMemcpyHtoD_v2_ptds);
+    tm_stream_ring_written(dstDevice, ByteCount);
     tm_provenance_copy(dstDevice, srcHost, ByteCount, true);
     return filled(TM_FILE_GATED_RANGE(dstDevice, ByteCount,
                                       tm_real.cuMemcpyHtoD_v2_ptds(dstDevice, srcHost, ByteCount)),
@@ -50,6 +54,7 @@ CUresult CUDAAPI cuMemcpyHtoD_v2_ptds(CUdeviceptr dstDevice, const void *srcHost
 CUresult CUDAAPI cuMemcpyHtoDAsync_v2(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount, CUstream hStream)
 {
     TM_HOOK_ENTER(cuMemcpyHtoDAsync_v2);
+    tm_stream_ring_written(dstDevice, ByteCount);
     tm_provenance_copy_async(dstDevice, srcHost, ByteCount, hStream, false);
     return filled(TM_FILE_GATED_RANGE(dstDevice, ByteCount,
                                       tm_real.cuMemcpyHtoDAsync_v2(dstDevice, srcHost, ByteCount, hStream)),
@@ -60,6 +65,7 @@ CUresult CUDAAPI cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dstDevice, const void *sr
                                            CUstream hStream)
 {
     TM_HOOK_ENTER(cuMemcpyHtoDAsync_v2_ptsz);
+    tm_stream_ring_written(dstDevice, ByteCount);
     tm_provenance_copy_async(dstDevice, srcHost, ByteCount, hStream, true);
     return filled(TM_FILE_GATED_RANGE(dstDevice, ByteCount,
                                       tm_real.cuMemcpyHtoDAsync_v2_ptsz(dstDevice, srcHost, ByteCount, hStream)),
@@ -69,6 +75,7 @@ CUresult CUDAAPI cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dstDevice, const void *sr
 CUresult CUDAAPI cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount)
 {
     TM_HOOK_ENTER(cuMemcpy);
+    tm_stream_ring_written(dst, ByteCount);
     tm_provenance_copy(dst, (const void *)(uintptr_t)src, ByteCount, true);
     return maybe_filled(TM_FILE_GATED_RANGE(dst, ByteCount, tm_real.cuMemcpy(dst, src, ByteCount)),
                         dst, src);
@@ -77,6 +84,7 @@ CUresult CUDAAPI cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount)
 CUresult CUDAAPI cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount)
 {
     TM_HOOK_ENTER(cuMemcpy_ptds);
+    tm_stream_ring_written(dst, ByteCount);
     tm_provenance_copy(dst, (const void *)(uintptr_t)src, ByteCount, true);
     return maybe_filled(TM_FILE_GATED_RANGE(dst, ByteCount, tm_real.cuMemcpy_ptds(dst, src, ByteCount)),
                         dst, src);
@@ -85,6 +93,7 @@ CUresult CUDAAPI cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src, size_t ByteCoun
 CUresult CUDAAPI cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream)
 {
     TM_HOOK_ENTER(cuMemcpyAsync);
+    tm_stream_ring_written(dst, ByteCount);
     tm_provenance_copy_async(dst, (const void *)(uintptr_t)src, ByteCount, hStream, false);
     return maybe_filled(TM_FILE_GATED_RANGE(dst, ByteCount, tm_real.cuMemcpyAsync(dst, src, ByteCount, hStream)),
                         dst, src);
@@ -93,6 +102,7 @@ CUresult CUDAAPI cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t ByteCoun
 CUresult CUDAAPI cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream)
 {
     TM_HOOK_ENTER(cuMemcpyAsync_ptsz);
+    tm_stream_ring_written(dst, ByteCount);
     tm_provenance_copy_async(dst, (const void *)(uintptr_t)src, ByteCount, hStream, true);
     return maybe_filled(TM_FILE_GATED_RANGE(dst, ByteCount, tm_real.cuMemcpyAsync_ptsz(dst, src, ByteCount, hStream)),
                         dst, src);
@@ -128,12 +138,14 @@ CUresult CUDAAPI cuMemcpyDtoHAsync_v2_ptsz(void *dstHost, CUdeviceptr srcDevice,
 CUresult CUDAAPI cuMemcpyDtoD_v2(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount)
 {
     TM_HOOK_ENTER(cuMemcpyDtoD_v2);
+    tm_stream_ring_written(dstDevice, ByteCount);
     return TM_FILE_GATED_COPY(dstDevice, srcDevice, ByteCount, tm_real.cuMemcpyDtoD_v2(dstDevice, srcDevice, ByteCount));
 }
 
 CUresult CUDAAPI cuMemcpyDtoD_v2_ptds(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount)
 {
     TM_HOOK_ENTER(cuMemcpyDtoD_v2_ptds);
+    tm_stream_ring_written(dstDevice, ByteCount);
     return TM_FILE_GATED_COPY(dstDevice, srcDevice, ByteCount,
                               tm_real.cuMemcpyDtoD_v2_ptds(dstDevice, srcDevice, ByteCount));
 }
@@ -142,6 +154,7 @@ CUresult CUDAAPI cuMemcpyDtoDAsync_v2(CUdeviceptr dstDevice, CUdeviceptr srcDevi
                                       CUstream hStream)
 {
     TM_HOOK_ENTER(cuMemcpyDtoDAsync_v2);
+    tm_stream_ring_written(dstDevice, ByteCount);
     return TM_FILE_GATED_COPY(dstDevice, srcDevice, ByteCount,
                               tm_real.cuMemcpyDtoDAsync_v2(dstDevice, srcDevice, ByteCount, hStream));
 }
@@ -150,6 +163,7 @@ CUresult CUDAAPI cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dstDevice, CUdeviceptr sr
                                            CUstream hStream)
 {
     TM_HOOK_ENTER(cuMemcpyDtoDAsync_v2_ptsz);
+    tm_stream_ring_written(dstDevice, ByteCount);
     return TM_FILE_GATED_COPY(dstDevice, srcDevice, ByteCount,
                               tm_real.cuMemcpyDtoDAsync_v2_ptsz(dstDevice, srcDevice, ByteCount, hStream));
 }

@@ -1,11 +1,13 @@
 /* hook_memset.c — memsets pass through, counted, past the submission gate (a migration
  * counts them as writes, so a chunk set while its copy ran is copied again) and the file
- * tier (dropped chunks they write are read back first: a memset may cover part of one). */
+ * tier (dropped chunks they write are read back first: a memset may cover part of one);
+ * a staged copy of a weight they write leaves the stream ring (stream_ring.h). */
 #include <stdint.h>
 
 #include "preload/filetier/file_tier.h"
 #include "preload/hooks/hook.h"
 #include "preload/driver/submit_gate.h"
+#include "preload/move/stream_ring.h"
 
 /* The bytes of `count` elements of `width` from `address`, cut at the end of the address
  * space (the driver refuses such a call; the file tier must not wrap around first). */
@@ -19,6 +21,7 @@ static uint64_t memset_bytes(CUdeviceptr address, size_t count, uint64_t width)
     CUresult CUDAAPI symbol(CUdeviceptr dstDevice, type value, size_t N)                   \
     {                                                                                      \
         TM_HOOK_ENTER(symbol);                                                             \
+        tm_stream_ring_written(dstDevice, memset_bytes(dstDevice, N, width));              \
         return TM_FILE_GATED_RANGE(dstDevice, memset_bytes(dstDevice, N, width),           \
                                    tm_real.symbol(dstDevice, value, N));                   \
     }
@@ -26,6 +29,7 @@ static uint64_t memset_bytes(CUdeviceptr address, size_t count, uint64_t width)
     CUresult CUDAAPI symbol(CUdeviceptr dstDevice, type value, size_t N, CUstream hStream) \
     {                                                                                      \
         TM_HOOK_ENTER(symbol);                                                             \
+        tm_stream_ring_written(dstDevice, memset_bytes(dstDevice, N, width));              \
         return TM_FILE_GATED_RANGE(dstDevice, memset_bytes(dstDevice, N, width),           \
                                    tm_real.symbol(dstDevice, value, N, hStream));          \
     }

@@ -46,6 +46,8 @@ typedef struct weight {
     CUdeviceptr base;      /* the key */
     bool read_whole;       /* some launch reached all of it: it streams; else it is only
                             * ever gathered, and read in place */
+    bool rewritten;        /* a copy or memset wrote it while it streamed: read in place
+                            * from then on (a copy into the ring would not wait for the write) */
     UT_hash_handle hh;
 } weight;
 
@@ -100,6 +102,7 @@ static struct {
     tm_launch_args args;
     /* figures for the exit line */
     uint64_t staged, staged_bytes, late, replaced, in_place, demoted_bytes, lifted_bytes;
+    uint64_t rewrites;                  /* staged copies dropped because their weight was written */
     uint64_t learned;                   /* launches that read weights while learning */
 } ring = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
@@ -217,6 +220,12 @@ static bool only_gathered(CUdeviceptr base)
     return w && !w->read_whole;
 }
 
+static bool rewritten(CUdeviceptr base)
+{
+    const weight *w = weight_at(base, false);
+    return w && w->rewritten;
+}
+
 static void note_other(CUdeviceptr base)
 {
     other *o;
@@ -269,7 +278,7 @@ static void add_ref(tm_alloc *a, bool whole)
         return; /* read in place */
     bool fits = ring.extents && tm_staging_extent(ring.extents, a->range.size) <= ring.extents->capacity;
     ring.refs[ring.ref_count++] = (ref){ .base = a->range.base, .size = a->range.size, .entry = -1,
-                                         .streams = fits && whole && below_hbm(a) };
+                                         .streams = fits && whole && below_hbm(a) && !rewritten(a->range.base) };
 }
 
 /* The weights the launch reads: every one's reach noted, those a ring could hold kept. */
@@ -730,7 +739,8 @@ static void prefetch(void)
             continue;
         }
         tm_alloc *a = tm_alloc_at(next[i]);
-        if (!is_weight(a) || a->range.base != next[i] || !below_hbm(a) || only_gathered(a->range.base))
+        if (!is_weight(a) || a->range.base != next[i] || !below_hbm(a) || only_gathered(a->range.base) ||
+            rewritten(a->range.base))
             continue;
         uint64_t extent = tm_staging_extent(ring.extents, a->range.size);
         if (ahead + extent > ring.extents->capacity || fill(a->range.base, a->range.size, false) < 0)
@@ -854,6 +864,31 @@ static void after_launch(tm_launch *l, CUresult launched)
     tm_remap_unlock();
 }
 
+/* ---------------------------------------------------------------- writes */
+
+void tm_stream_ring_written(CUdeviceptr dst, uint64_t bytes)
+{
+    if (!__atomic_load_n(&ring.streaming, __ATOMIC_ACQUIRE) || bytes == 0)
+        return;
+    pthread_mutex_lock(&ring.lock);
+    for (uint32_t e = 0; ring.extents && e < ring.extents->used; e++) {
+        uint64_t key = ring.extents->entry[e].key, size = ring.extents->entry[e].bytes;
+        if (!key || dst >= key + size || key >= dst + bytes)
+            continue;
+        /* the copy in the ring holds what the weight held; launches after this write must
+         * read the weight itself (launches before it were handed the copy, as they should) */
+        weight *w = weight_at(key, true);
+        if (w)
+            w->rewritten = true;
+        tm_real.cuEventSynchronize(ring.stage[e].filled);
+        if (ring.stage[e].read_recorded && !wait_for_reader(e))
+            break;
+        tm_staging_drop(ring.extents, (int)e);
+        ring.rewrites++;
+    }
+    pthread_mutex_unlock(&ring.lock);
+}
+
 /* ---------------------------------------------------------------- release, exit, fork */
 
 void tm_stream_ring_forget(CUdeviceptr base, uint64_t bytes)
@@ -902,12 +937,13 @@ void tm_stream_ring_stop(void)
         char moved[32], size[32];
         tm_info("exit: stream: %llu weights streamed (%s copied) through a ring of %d chunks (%s), %llu copied when "
                 "their launch came; %llu parameters pointed at the ring, %llu staged weights read in place; order of "
-                "%u weights, %llu predicted, %llu missed, %llu relearned",
+                "%u weights, %llu predicted, %llu missed, %llu relearned; %llu copies dropped as their weight was "
+                "written",
                 (unsigned long long)ring.staged, tm_format_size(ring.staged_bytes, moved, sizeof moved), chunks,
                 tm_format_size((uint64_t)chunks * ring.chunk, size, sizeof size), (unsigned long long)ring.late,
                 (unsigned long long)ring.replaced, (unsigned long long)ring.in_place, ring.order.len,
                 (unsigned long long)ring.order.hits, (unsigned long long)ring.order.misses,
-                (unsigned long long)ring.order.restarts);
+                (unsigned long long)ring.order.restarts, (unsigned long long)ring.rewrites);
     }
     forget_learned();
     pthread_mutex_unlock(&ring.lock);

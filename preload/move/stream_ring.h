@@ -36,6 +36,8 @@
  * table of pointers) reads its own address, in place. A kernel that keeps a parameter it
  * was handed for a later launch to follow would read the ring after the weight left it:
  * the case TIERMEM_STREAM=off is for. Launches captured into a graph are left as they are.
+ * A copy or memset into a streaming weight drops its staged copy (tm_stream_ring_written);
+ * a kernel that writes a weight is not seen.
  *
  * A driver error stops streaming for the run, with one warning line: nothing has to be
  * mapped back. */
@@ -81,6 +83,12 @@ bool tm_stream_ring_only_gathered(CUdeviceptr base);
 /* Watches launches when the policy is `heat`, TIERMEM_STREAM is not off and the lower
  * tiers can be read in place from a VMM range; says why not in one info line otherwise. */
 void tm_stream_ring_start(tm_device *device, const tm_config *config);
+
+/* A copy or memset is about to write [dst, dst + bytes): a staged copy of a weight it
+ * overlaps is dropped, and the weight is read in place from then on (a copy into the ring
+ * on the ring's stream would not wait for the program's write). Cheap while nothing streams.
+ * Writes by kernels are not seen. */
+void tm_stream_ring_written(CUdeviceptr dst, uint64_t bytes);
 
 /* The ring as a watcher of launches (driver/launch.h). */
 extern const tm_launch_watcher tm_stream_ring_launch_watcher;

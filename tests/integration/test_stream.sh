@@ -7,7 +7,8 @@
 # little in place, and nothing is remapped while it runs. A long batched run under
 # asynchronous streams, with the rebalancer on, dumps the same logits bit for bit and
 # swaps no weight for another. A driver call failed mid-stream stops streaming with one
-# line and the same tokens; TIERMEM_STREAM_RING sets the ring; nothing streams when the
+# line and the same tokens; a weight the program writes while it streams is read in place
+# from then on; TIERMEM_STREAM_RING sets the ring; nothing streams when the
 # model fits, when the ring would cost the link more than it saves (`auto`, one line
 # saying so; `on` streams anyway) or with TIERMEM_STREAM=off.
 source "$(dirname "$0")/../lib/tap.sh"
@@ -154,4 +155,14 @@ check "  at most 1 MiB copied a weight streamed: no stack ($(copied "$T/moe.err"
 check_eq "  no stack of experts (8 MiB) is in the cycle the ring streams from" \
   "$(grep -c '^tiermem: debug: stream: weight .* 8388608 bytes' "$T/moe.err")" 0
 check_eq "  the tokens of all in HBM" "$(ids "$T/moe.err")" "$(ids "$T/moe-ref.err")"
+# A weight written while it streams: the program sets every tensor to 1s with cuMemsetD8
+# after four cycles of sums over them (filecopy rewrite). The staged copies of what they
+# held must go, or the next launches are handed stale bytes (they were, before).
+env SIMCUDA_MEM=32M TIERMEM_STREAM=on "${heat[@]}" "$B/tests/preload/filecopy" rewrite "$T/m.gguf" \
+  > "$T/rewrite.out" 2> "$T/rewrite.err"
+check_eq "weights written while they stream: every cycle's sums equal what the tensors hold" \
+  "$(grep -c '^rewrite: cycle [0-9] sums equal$' "$T/rewrite.out") $(grep -c 'differ' "$T/rewrite.out")" "8 0"
+check "  weights streamed before the write ($(streamed "$T/rewrite.err"))" test "$(streamed "$T/rewrite.err")" -gt 0
+check "  the staged copies the write made stale were dropped" \
+  grep -q '^tiermem: exit: stream: .*; [1-9][0-9]* copies dropped as their weight was written$' "$T/rewrite.err"
 done_testing

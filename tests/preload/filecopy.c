@@ -23,6 +23,10 @@
  *       times: sums every other tensor with ordinary launches (under the file tier their
  *       read-backs drop chunks), replays the graph and compares its sum with the file's:
  *       "graph: NAME of C chunks", then "graph: replay N sum equal" (or "differs")
+ *   filecopy rewrite FILE         copies every tensor in from a mapping; eight cycles of a sum
+ *       over every tensor by a launch that reaches all of it (so that spilled ones stream),
+ *       checked against what each holds; after the fourth every tensor is set to 1s with
+ *       cuMemsetD8: "rewrite: cycle N sums equal" (or "differ")
  *
  * The tensor table comes from the interposer's own parser (tensor_table.h), which the
  * unit tests check against the engine's reader. */
@@ -375,17 +379,75 @@ static int graph_side(const char *path)
     return bad;
 }
 
+/* ---------------------------------------------------------------- weights written while they stream */
+
+/* One launch of sum_bytes over `n` bytes with a thread for each 16 of them, as a kernel
+ * that reads all of a weight is launched (the body sums once, whatever the grid). */
+static void launch_sum_whole(CUfunction sum_bytes, CUdeviceptr data, uint64_t n, CUdeviceptr sum)
+{
+    void *params[] = { &data, &n, &sum };
+    unsigned blocks = (unsigned)((n / 16 + 255) / 256);
+    CHECK(cuLaunchKernel(sum_bytes, blocks ? blocks : 1, 1, 1, 256, 1, 1, 0, NULL, params, NULL));
+}
+
+/* Eight cycles of a sum over every tensor in file order, each checked against what the
+ * tensor holds; after the fourth, every tensor is set to 1s with cuMemsetD8. */
+static int rewrite_side(const char *path)
+{
+    tm_tensor_table table;
+    const uint8_t *map;
+    CUdeviceptr *dptr, sums;
+    if (!load_mapped(path, &table, &map, &dptr)) return 1;
+    CUmodule module;
+    CUfunction sum_bytes;
+    CHECK(cuModuleLoad(&module, TM_TEST_KERNELS));
+    CHECK(cuModuleGetFunction(&sum_bytes, module, "sum_bytes"));
+    CHECK(cuMemAlloc(&sums, table.count * sizeof(uint64_t)));
+    uint64_t *want = calloc(table.count, sizeof *want), *got = calloc(table.count, sizeof *got);
+    for (uint64_t i = 0; i < table.count; i++)
+        want[i] = host_sum(map + table.tensor[i].offset, table.tensor[i].size);
+    int bad = 0;
+    for (int cycle = 1; cycle <= 8; cycle++) {
+        if (cycle == 5) {
+            for (uint64_t i = 0; i < table.count; i++) {
+                CHECK(cuMemsetD8(dptr[i], 1, table.tensor[i].size));
+                want[i] = table.tensor[i].size;
+            }
+            printf("rewrite: every tensor set to 1s after cycle 4\n");
+        }
+        CHECK(cuMemsetD8(sums, 0, table.count * sizeof(uint64_t)));
+        for (uint64_t i = 0; i < table.count; i++)
+            launch_sum_whole(sum_bytes, dptr[i], table.tensor[i].size, sums + i * sizeof(uint64_t));
+        CHECK(cuMemcpyDtoH(got, sums, table.count * sizeof(uint64_t)));
+        uint64_t differ = 0;
+        for (uint64_t i = 0; i < table.count; i++)
+            differ += got[i] != want[i];
+        printf("rewrite: cycle %d sums %s\n", cycle, differ ? "differ" : "equal");
+        bad |= differ != 0;
+    }
+    fflush(stdout);
+    for (uint64_t i = 0; i < table.count; i++)
+        CHECK(cuMemFree(dptr[i]));
+    CHECK(cuMemFree(sums));
+    free(want);
+    free(got);
+    free(dptr);
+    tm_tensor_table_free(&table);
+    return bad;
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 4 && strcmp(argv[1], "export") == 0) return export_side(argv[2], argv[3]);
     if (argc == 4 && strcmp(argv[1], "import") == 0) return import_side(argv[2], argv[3]);
     if (argc != 3) {
-        fprintf(stderr, "usage: filecopy safetensors|mmap|pread|staging|checksum|graph FILE\n"
+        fprintf(stderr, "usage: filecopy safetensors|mmap|pread|staging|checksum|graph|rewrite FILE\n"
                         "       filecopy export|import FILE DIR\n");
         return 2;
     }
     if (strcmp(argv[1], "safetensors") == 0) return write_safetensors(argv[2]);
     if (strcmp(argv[1], "graph") == 0) return graph_side(argv[2]);
+    if (strcmp(argv[1], "rewrite") == 0) return rewrite_side(argv[2]);
     if (strcmp(argv[1], "checksum") == 0) return checksum(argv[2]);
     return load(argv[1], argv[2]);
 }
