@@ -559,8 +559,8 @@ static void decline(const char *why, uint64_t spilled, size_t count)
     char bytes[32];
     tm_format_size(spilled, bytes, sizeof bytes);
     if (!ring.learn_only) /* learning alone, the line at start said why nothing streams */
-        tm_info("policy heat: spilled weights are read in place, not streamed: %s (a cycle reads %zu weights below HBM, "
-            "%s; TIERMEM_STREAM=on streams anyway)", why, count, bytes);
+        tm_info("policy heat: spilled weights are read in place, not streamed: %s (a cycle reads %zu weights below "
+                "HBM, %s; TIERMEM_STREAM=on streams anyway)", why, count, bytes);
     ring.failed = true;
     set_ready(false);
     release_ring(); /* the chunks taken at start go back */
@@ -870,10 +870,11 @@ void tm_stream_ring_written(CUdeviceptr dst, uint64_t bytes)
 {
     if (!__atomic_load_n(&ring.streaming, __ATOMIC_ACQUIRE) || bytes == 0)
         return;
+    uint64_t end = bytes > UINT64_MAX - dst ? UINT64_MAX : dst + bytes; /* the driver refuses a wrap */
     pthread_mutex_lock(&ring.lock);
     for (uint32_t e = 0; ring.extents && e < ring.extents->used; e++) {
         uint64_t key = ring.extents->entry[e].key, size = ring.extents->entry[e].bytes;
-        if (!key || dst >= key + size || key >= dst + bytes)
+        if (!key || dst >= key + size || key >= end)
             continue;
         /* the copy in the ring holds what the weight held; launches after this write must
          * read the weight itself (launches before it were handed the copy, as they should) */
