@@ -15,6 +15,8 @@
 typedef struct tm_heat_view {
     uint32_t sources;           /* enum tm_stats_heat_sources */
     uint32_t chunk_count;       /* 0: no heat for this allocation */
+    bool unsettled;             /* its heat record changed at every read: its heat is not
+                                 * known in this view (not 0: shown as null, or "-") */
     double heat;                /* mean heat of its chunks */
     double reads, writes;       /* decayed bytes, summed over its chunks */
     tm_heat_class cls;          /* by rank among the allocations */

@@ -150,6 +150,9 @@ static json_t *migration_pairs_json(const tm_stats_header *h)
 static int heat_json(json_t *a, const tm_heat_view *v)
 {
     char sources[32];
+    if (v->unsettled) /* not known in this view: neither hot nor cold */
+        return json_object_set_new(a, "heat", json_null()) || json_object_set_new(a, "class", json_null()) ||
+               json_object_set_new(a, "chunk_heat", json_array());
     json_object_set_new(a, "heat", real(v->heat));
     json_object_set_new(a, "reads", rounded(v->reads));
     json_object_set_new(a, "writes", rounded(v->writes));

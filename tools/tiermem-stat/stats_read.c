@@ -338,8 +338,10 @@ static bool read_heat(const source *src, const tm_stats_header *h, const gathere
         if (settled)
             view->sources = now.sources & SHOWN_SOURCES;
     }
-    if (!settled)
-        return true; /* no heat shown for a record rewritten at every read */
+    if (!settled) { /* no heat shown for a record rewritten at every read */
+        view->unsettled = true;
+        return true;
+    }
     for (uint64_t c = 0; c < count; c++) {
         tm_heat_chunk *k = &(*chunks)[c];
         k->heat = sane(k->heat, 1);
