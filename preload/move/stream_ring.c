@@ -864,29 +864,39 @@ static void after_launch(tm_launch *l, CUresult launched)
     tm_remap_unlock();
 }
 
-/* ---------------------------------------------------------------- writes */
+/* ---------------------------------------------------------------- staged copies that must go */
+
+/* Drops the staged copy of every weight whose extent overlaps [lo, lo + bytes), once its
+ * copy is done; a later copy into the extent waits for its last reader. `written`: the
+ * program writes the range, so the weight is read in place from then on (lock held). */
+static void drop_staged(uint64_t lo, uint64_t bytes, bool written)
+{
+    uint64_t end = bytes > UINT64_MAX - lo ? UINT64_MAX : lo + bytes; /* the driver refuses a wrap */
+    for (uint32_t e = 0; ring.extents && e < ring.extents->used; e++) {
+        uint64_t key = ring.extents->entry[e].key, size = ring.extents->entry[e].bytes;
+        if (!key || lo >= key + size || key >= end)
+            continue;
+        if (written) {
+            weight *w = weight_at(key, true);
+            if (w)
+                w->rewritten = true;
+        }
+        tm_real.cuEventSynchronize(ring.stage[e].filled);
+        if (ring.stage[e].read_recorded && !wait_for_reader(e))
+            break;
+        tm_staging_drop(ring.extents, (int)e);
+        ring.rewrites += written;
+    }
+}
 
 void tm_stream_ring_written(CUdeviceptr dst, uint64_t bytes)
 {
     if (!__atomic_load_n(&ring.streaming, __ATOMIC_ACQUIRE) || bytes == 0)
         return;
-    uint64_t end = bytes > UINT64_MAX - dst ? UINT64_MAX : dst + bytes; /* the driver refuses a wrap */
+    /* the copy in the ring holds what the weight held; launches after this write must read
+     * the weight itself (launches before it were handed the copy, as they should) */
     pthread_mutex_lock(&ring.lock);
-    for (uint32_t e = 0; ring.extents && e < ring.extents->used; e++) {
-        uint64_t key = ring.extents->entry[e].key, size = ring.extents->entry[e].bytes;
-        if (!key || dst >= key + size || key >= end)
-            continue;
-        /* the copy in the ring holds what the weight held; launches after this write must
-         * read the weight itself (launches before it were handed the copy, as they should) */
-        weight *w = weight_at(key, true);
-        if (w)
-            w->rewritten = true;
-        tm_real.cuEventSynchronize(ring.stage[e].filled);
-        if (ring.stage[e].read_recorded && !wait_for_reader(e))
-            break;
-        tm_staging_drop(ring.extents, (int)e);
-        ring.rewrites++;
-    }
+    drop_staged(dst, bytes, true);
     pthread_mutex_unlock(&ring.lock);
 }
 
@@ -897,16 +907,7 @@ void tm_stream_ring_forget(CUdeviceptr base, uint64_t bytes)
     if (!ring.device)
         return;
     pthread_mutex_lock(&ring.lock);
-    for (uint32_t e = 0; ring.extents && e < ring.extents->used; e++) {
-        uint64_t key = ring.extents->entry[e].key;
-        if (!key || key < base || key >= base + bytes)
-            continue;
-        /* its copy reads the memory going away; a later copy into the extent waits for its reader */
-        tm_real.cuEventSynchronize(ring.stage[e].filled);
-        if (ring.stage[e].read_recorded && !wait_for_reader(e))
-            break;
-        tm_staging_drop(ring.extents, (int)e);
-    }
+    drop_staged(base, bytes, false); /* their copies read the memory going away */
     weight *w = weight_at(base, false); /* records are keyed by an allocation's base */
     if (w) {
         HASH_DEL(ring.weights, w);
