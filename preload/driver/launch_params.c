@@ -191,7 +191,6 @@ static size_t scan_params(void **params, uint64_t *values, uint32_t known, uint3
     return n;
 }
 
-/* *learning: this launch taught the cache something (a first scan), at a one-time cost. */
 /* The argument buffer of `extra` (CU_LAUNCH_PARAM_BUFFER_POINTER) and its size; the
  * number of entries before CU_LAUNCH_PARAM_END, or 0 when there is none within EXTRA_MAX. */
 static size_t extra_buffer(void **extra, const char **buffer, size_t *buffer_size)
@@ -209,6 +208,19 @@ static size_t extra_buffer(void **extra, const char **buffer, size_t *buffer_siz
     return 0;
 }
 
+/* Where pointer-sized parameter i of a known layout lies: in the argument array, or in
+ * an argument buffer of `size` bytes; NULL when it is not pointer-sized or lies past the
+ * buffer's end. */
+static const void *wide_param(const param_layout *l, uint32_t i, void **params, const char *buffer, size_t size)
+{
+    if (!(l->wide >> i & 1))
+        return NULL;
+    if (params)
+        return params[i];
+    return (size_t)l->offset[i] + sizeof(uint64_t) <= size ? buffer + l->offset[i] : NULL;
+}
+
+/* *learning: this launch taught the cache something (a first scan), at a one-time cost. */
 static size_t gather_values(param_layout *l, void **params, void **extra, uint64_t *values, bool *learning)
 {
     const char *buffer = NULL;
@@ -221,12 +233,9 @@ static size_t gather_values(param_layout *l, void **params, void **extra, uint64
     size_t n = 0;
     if (!l->scan) {
         for (uint32_t i = 0; i < l->count; i++) {
-            if (!(l->wide >> i & 1))
-                continue;
-            if (params)
-                memcpy(&values[n++], params[i], sizeof *values);
-            else if ((size_t)l->offset[i] + sizeof *values <= buffer_size)
-                memcpy(&values[n++], buffer + l->offset[i], sizeof *values);
+            const void *at = wide_param(l, i, params, buffer, buffer_size);
+            if (at)
+                memcpy(&values[n++], at, sizeof *values);
         }
         return n;
     }
@@ -272,10 +281,11 @@ static size_t replace_in_params(const param_layout *l, void ***params, tm_launch
     void **from = *params;
     for (uint32_t i = 0; i < l->count; i++) {
         args->params[i] = from[i];
-        if (!(l->wide >> i & 1))
+        const void *at = wide_param(l, i, from, NULL, 0);
+        if (!at)
             continue;
         uint64_t value, now;
-        memcpy(&value, from[i], sizeof value);
+        memcpy(&value, at, sizeof value);
         if ((now = replace(value, arg)) == value)
             continue;
         args->value[i] = now;
@@ -298,13 +308,14 @@ static size_t replace_in_buffer(const param_layout *l, void ***extra, tm_launch_
     memcpy(args->buffer, buffer, size);
     size_t replaced = 0;
     for (uint32_t i = 0; i < l->count; i++) {
-        if (!(l->wide >> i & 1) || (size_t)l->offset[i] + sizeof(uint64_t) > size)
+        void *at = (void *)wide_param(l, i, NULL, args->buffer, size); /* in args' own copy */
+        if (!at)
             continue;
         uint64_t value, now;
-        memcpy(&value, args->buffer + l->offset[i], sizeof value);
+        memcpy(&value, at, sizeof value);
         if ((now = replace(value, arg)) == value)
             continue;
-        memcpy(args->buffer + l->offset[i], &now, sizeof now);
+        memcpy(at, &now, sizeof now);
         replaced++;
     }
     if (!replaced)
