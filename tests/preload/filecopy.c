@@ -318,10 +318,25 @@ static uint64_t host_sum(const uint8_t *bytes, uint64_t n)
     return total;
 }
 
-static void launch_sum(CUfunction sum_bytes, CUdeviceptr data, uint64_t n, CUdeviceptr sum, CUstream stream)
+/* The test kernels' sum_bytes (kernels.c). */
+static CUfunction sum_kernel(void)
+{
+    CUmodule module;
+    CUfunction sum_bytes;
+    CHECK(cuModuleLoad(&module, TM_TEST_KERNELS));
+    CHECK(cuModuleGetFunction(&sum_bytes, module, "sum_bytes"));
+    return sum_bytes;
+}
+
+/* One launch of sum_bytes over `n` bytes: a single thread, or (`whole`) a thread for each 16
+ * of them, as a kernel that reads all of a weight is launched (the body sums once, whatever
+ * the grid). */
+static void launch_sum(CUfunction sum_bytes, CUdeviceptr data, uint64_t n, CUdeviceptr sum, CUstream stream,
+                       bool whole)
 {
     void *params[] = { &data, &n, &sum };
-    CHECK(cuLaunchKernel(sum_bytes, 1, 1, 1, 1, 1, 1, 0, stream, params, NULL));
+    unsigned blocks = whole ? (unsigned)((n / 16 + 255) / 256) : 1;
+    CHECK(cuLaunchKernel(sum_bytes, blocks ? blocks : 1, 1, 1, whole ? 256 : 1, 1, 1, 0, stream, params, NULL));
 }
 
 static int graph_side(const char *path)
@@ -330,10 +345,7 @@ static int graph_side(const char *path)
     const uint8_t *map;
     CUdeviceptr *dptr, sum;
     if (!load_mapped(path, &table, &map, &dptr)) return 1;
-    CUmodule module;
-    CUfunction sum_bytes;
-    CHECK(cuModuleLoad(&module, TM_TEST_KERNELS));
-    CHECK(cuModuleGetFunction(&sum_bytes, module, "sum_bytes"));
+    CUfunction sum_bytes = sum_kernel();
     CHECK(cuMemAlloc(&sum, sizeof(uint64_t)));
     int64_t t = -1;
     for (uint64_t i = 0; i < table.count && t < 0; i++)
@@ -350,7 +362,7 @@ static int graph_side(const char *path)
     CUgraphExec exec;
     CHECK(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
     CHECK(cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL));
-    launch_sum(sum_bytes, dptr[t], g->size, sum, stream);
+    launch_sum(sum_bytes, dptr[t], g->size, sum, stream, false);
     CHECK(cuStreamEndCapture(stream, &graph));
     CHECK(cuGraphInstantiate(&exec, graph, 0));
     uint64_t want = host_sum(map + g->offset, g->size);
@@ -358,7 +370,7 @@ static int graph_side(const char *path)
     for (int replay = 1; replay <= 3; replay++) {
         for (uint64_t i = 0; i < table.count; i++)
             if ((int64_t)i != t)
-                launch_sum(sum_bytes, dptr[i], table.tensor[i].size, sum, NULL);
+                launch_sum(sum_bytes, dptr[i], table.tensor[i].size, sum, NULL, false);
         CHECK(cuCtxSynchronize());
         CHECK(cuMemsetD8(sum, 0, sizeof(uint64_t)));
         CHECK(cuGraphLaunch(exec, stream));
@@ -381,15 +393,6 @@ static int graph_side(const char *path)
 
 /* ---------------------------------------------------------------- weights written while they stream */
 
-/* One launch of sum_bytes over `n` bytes with a thread for each 16 of them, as a kernel
- * that reads all of a weight is launched (the body sums once, whatever the grid). */
-static void launch_sum_whole(CUfunction sum_bytes, CUdeviceptr data, uint64_t n, CUdeviceptr sum)
-{
-    void *params[] = { &data, &n, &sum };
-    unsigned blocks = (unsigned)((n / 16 + 255) / 256);
-    CHECK(cuLaunchKernel(sum_bytes, blocks ? blocks : 1, 1, 1, 256, 1, 1, 0, NULL, params, NULL));
-}
-
 /* Eight cycles of a sum over every tensor in file order, each checked against what the
  * tensor holds; after the fourth, every tensor is set to 1s with cuMemsetD8. */
 static int rewrite_side(const char *path)
@@ -398,10 +401,7 @@ static int rewrite_side(const char *path)
     const uint8_t *map;
     CUdeviceptr *dptr, sums;
     if (!load_mapped(path, &table, &map, &dptr)) return 1;
-    CUmodule module;
-    CUfunction sum_bytes;
-    CHECK(cuModuleLoad(&module, TM_TEST_KERNELS));
-    CHECK(cuModuleGetFunction(&sum_bytes, module, "sum_bytes"));
+    CUfunction sum_bytes = sum_kernel();
     CHECK(cuMemAlloc(&sums, table.count * sizeof(uint64_t)));
     uint64_t *want = calloc(table.count, sizeof *want), *got = calloc(table.count, sizeof *got);
     for (uint64_t i = 0; i < table.count; i++)
@@ -417,7 +417,7 @@ static int rewrite_side(const char *path)
         }
         CHECK(cuMemsetD8(sums, 0, table.count * sizeof(uint64_t)));
         for (uint64_t i = 0; i < table.count; i++)
-            launch_sum_whole(sum_bytes, dptr[i], table.tensor[i].size, sums + i * sizeof(uint64_t));
+            launch_sum(sum_bytes, dptr[i], table.tensor[i].size, sums + i * sizeof(uint64_t), NULL, true);
         CHECK(cuMemcpyDtoH(got, sums, table.count * sizeof(uint64_t)));
         uint64_t differ = 0;
         for (uint64_t i = 0; i < table.count; i++)
