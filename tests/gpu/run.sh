@@ -278,6 +278,7 @@ step_package() {
   local rc=$?
   while IFS= read -r line; do
     case $line in
+      "ok - "*" # SKIP "*) line=${line#ok - }; sub_skip "${line%% # SKIP *}" "${line#* # SKIP }" ;;
       "ok - "*) sub_ok "${line#ok - }" ;;
       "not ok - "*) sub_bad "${line#not ok - }" ;;
       "# "*) note "${line#\# }" ;;
